@@ -1,0 +1,33 @@
+"""`htcannex NOUN [VERB]`: the operator's command line.
+
+Each noun lives in its own module under `commands/` and exposes
+`register(subparsers)`, which adds its parser and sets `func` to the callable
+that runs it (returning an exit status). New nouns need no change here.
+"""
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from . import commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="htcannex",
+        description="Operate htcannex: the embedded pool, profiles, run status, diagnoses.",
+    )
+    nouns = parser.add_subparsers(dest="noun", metavar="NOUN", required=True)
+    for module_info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{module_info.name}")
+        module.register(nouns)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per `htcannex` noun; see `cli.py`."""
