@@ -1,0 +1,232 @@
+"""Job status from the one user event log, read incrementally (as DAGMan does).
+
+Every job the plugin submits names the same `log`, so one `htcondor2.JobEventLog`
+kept open across polls tells the state of all of them without a schedd query per
+job per poll. `EventLogTracker.poll()` consumes the events appended since the last
+poll; `HoldPolicy` decides what a held job means for Snakemake.
+"""
+import enum
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import htcondor2
+from htcondor2 import JobEventType
+
+
+class JobPhase(enum.Enum):
+    IDLE = "idle"
+    RUNNING = "running"
+    HELD = "held"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REMOVED = "removed"
+
+    @property
+    def finished(self) -> bool:
+        return self in (JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.REMOVED)
+
+
+# HoldReasonCode values (HTCondor's JobHoldReasonCodes) the plugin treats specially.
+HOLD_SUBMITTED_ON_HOLD = 15  # our own `hold = true` while the job's annex comes up
+HOLD_TRANSFER_OUTPUT = 12
+HOLD_TRANSFER_INPUT = 13
+HOLD_MEMORY_CODES = (34, 102)  # out of resources / memory usage over request
+TRANSIENT_HOLD_CODES = (HOLD_TRANSFER_OUTPUT, HOLD_TRANSFER_INPUT)
+
+
+@dataclass
+class JobRecord:
+    """What the event log has said so far about one job ("cluster.proc")."""
+
+    job_id: str
+    phase: JobPhase = JobPhase.IDLE
+    submitted_at: float = field(default_factory=time.time)
+    annex: Optional[str] = None
+    slot: Optional[str] = None
+    ever_started: bool = False
+    hold_reason: Optional[str] = None
+    hold_code: Optional[int] = None
+    hold_subcode: Optional[int] = None
+    return_value: Optional[int] = None
+    end_reason: Optional[str] = None  # abnormal termination or removal, in words
+
+
+def job_id_of(event) -> str:
+    return f"{event.cluster}.{event.proc}"
+
+
+class EventLogTracker:
+    """Incremental reader of the shared user event log.
+
+    The log may not exist before the first submit; the reader is opened on the
+    first poll that finds it and then kept open, so each poll reads only what
+    was appended.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.jobs: dict[str, JobRecord] = {}
+        self._log: Optional[htcondor2.JobEventLog] = None
+
+    def poll(self) -> set[str]:
+        """Apply new events; return the ids of jobs whose record changed."""
+        if self._log is None:
+            if not self.path.exists():
+                return set()
+            self._log = htcondor2.JobEventLog(str(self.path))
+        changed = set()
+        for event in self._log.events(stop_after=0):
+            record = self._apply(event)
+            if record is not None:
+                changed.add(record.job_id)
+        return changed
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def _apply(self, event) -> Optional[JobRecord]:
+        job_id = job_id_of(event)
+        record = self.jobs.get(job_id)
+        if event.type == JobEventType.SUBMIT:
+            # A submit event starts a fresh record even for a reused id (a new
+            # pool spool restarts cluster ids at 1).
+            record = self.jobs[job_id] = JobRecord(job_id)
+            return record
+        if record is None:
+            # Events of jobs submitted before this reader existed (an earlier
+            # run appended to the same log) are kept too: adoption needs them.
+            record = self.jobs[job_id] = JobRecord(job_id)
+        handler = _HANDLERS.get(event.type)
+        if handler is None:
+            return None
+        handler(record, event)
+        return record
+
+
+def _on_execute(record: JobRecord, event) -> None:
+    record.phase = JobPhase.RUNNING
+    record.ever_started = True
+    record.slot = event.get("SlotName")
+    props = event.get("ExecuteProps")
+    annex = props.get("AnnexName") if props is not None else None
+    record.annex = annex if annex is not None else event.get("AnnexName")
+
+
+def _on_evicted(record: JobRecord, event) -> None:
+    # Back to idle: the job will rematch, on the same annex only if it is still up.
+    record.phase = JobPhase.IDLE
+    record.annex = None
+    record.slot = None
+
+
+def _on_held(record: JobRecord, event) -> None:
+    record.phase = JobPhase.HELD
+    record.hold_reason = event.get("HoldReason")
+    record.hold_code = event.get("HoldReasonCode")
+    record.hold_subcode = event.get("HoldReasonSubCode")
+
+
+def _on_released(record: JobRecord, event) -> None:
+    record.phase = JobPhase.IDLE
+    record.hold_reason = record.hold_code = record.hold_subcode = None
+
+
+def _on_terminated(record: JobRecord, event) -> None:
+    if event.get("TerminatedNormally"):
+        record.return_value = event.get("ReturnValue")
+        record.phase = JobPhase.SUCCEEDED if record.return_value == 0 else JobPhase.FAILED
+    else:
+        record.phase = JobPhase.FAILED
+        record.end_reason = f"killed by signal {event.get('TerminatedBySignal')}"
+
+
+def _on_aborted(record: JobRecord, event) -> None:
+    record.phase = JobPhase.REMOVED
+    record.end_reason = event.get("Reason") or "removed from the queue"
+
+
+_HANDLERS = {
+    JobEventType.EXECUTE: _on_execute,
+    JobEventType.JOB_EVICTED: _on_evicted,
+    JobEventType.JOB_HELD: _on_held,
+    JobEventType.JOB_RELEASED: _on_released,
+    JobEventType.JOB_TERMINATED: _on_terminated,
+    JobEventType.JOB_ABORTED: _on_aborted,
+}
+
+
+@dataclass
+class HoldDecision:
+    release: bool
+    message: str
+
+
+class HoldPolicy:
+    """What to do with a held job.
+
+    `release-transient`: release file-transfer holds (codes 12/13) up to
+    `max_releases` times per job, fail every other hold. `fail`: fail every hold.
+    A failed job is removed from the queue and reported to Snakemake with the hold
+    reason, so `--retries` resubmits it as the next attempt (rotation moves it to
+    the next site; resources that depend on `attempt` grow).
+    Our own submit-on-hold (code 15, waiting for an annex) is never a failure.
+    """
+
+    MODES = ("release-transient", "fail")
+
+    def __init__(self, mode: str = "release-transient", max_releases: int = 2):
+        if mode not in self.MODES:
+            raise ValueError(
+                f"hold_policy {mode!r} is not one of {', '.join(self.MODES)} "
+                f"(set --htcannex-hold-policy or htcannex-hold-policy in the profile)"
+            )
+        self.mode = mode
+        self.max_releases = max_releases
+        self._releases: dict[str, int] = {}
+
+    def decide(self, record: JobRecord, rule: str) -> Optional[HoldDecision]:
+        """None for our own hold (leave it to the annex lifecycle)."""
+        if record.hold_code == HOLD_SUBMITTED_ON_HOLD:
+            return None
+        released = self._releases.get(record.job_id, 0)
+        if (
+            self.mode == "release-transient"
+            and record.hold_code in TRANSIENT_HOLD_CODES
+            and released < self.max_releases
+        ):
+            self._releases[record.job_id] = released + 1
+            return HoldDecision(
+                True,
+                f"releasing HTCondor job {record.job_id} (rule {rule}) after a transient "
+                f"hold, release {released + 1} of {self.max_releases}: {record.hold_reason}",
+            )
+        return HoldDecision(False, describe_hold(record, rule, released))
+
+
+def describe_hold(record: JobRecord, rule: str, releases: int = 0) -> str:
+    """The error shown to the user for a hold that fails the job: reason and fix."""
+    what = (
+        f"HTCondor job {record.job_id} (rule {rule}) was held: {record.hold_reason} "
+        f"(HoldReasonCode {record.hold_code}, HoldReasonSubCode {record.hold_subcode})."
+    )
+    if record.hold_code in HOLD_MEMORY_CODES:
+        fix = (
+            f"The job used more memory than it requested. Give rule {rule} more, growing "
+            f"with the attempt so `--retries` asks for more: "
+            f"resources: mem_mb=lambda wildcards, attempt: 4000 * attempt"
+        )
+    elif record.hold_code in TRANSIENT_HOLD_CODES:
+        fix = (
+            f"File transfer failed"
+            + (f" again after {releases} release(s)" if releases else "")
+            + "; check that the input files exist and that the execute site can reach "
+            "them (OSDF URLs, disk quota). With --retries the next attempt goes to the "
+            "next site."
+        )
+    else:
+        fix = f"Run `htcannex why {record.job_id}` for the match analysis."
+    return f"{what} {fix} The job was removed from the queue."

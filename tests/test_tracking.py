@@ -1,0 +1,172 @@
+"""Event-log tracking: each event type, incremental reads, and the hold policy.
+
+The logs are written in HTCondor's user-log text format and parsed by the real
+`htcondor2.JobEventLog`, exactly as the pool or a real schedd would write them.
+"""
+import pytest
+
+from snakemake_executor_plugin_htcannex.tracking import (
+    EventLogTracker,
+    HoldPolicy,
+    JobPhase,
+)
+
+STAMP = "2026-12-02 14:00:00"
+
+
+def submit(job):
+    return f"000 ({job}.000) {STAMP} Job submitted from host: <127.0.0.1:9618>\n...\n"
+
+
+def execute(job, annex):
+    return (
+        f"001 ({job}.000) {STAMP} Job executing on host: <127.0.0.1:9618>\n"
+        f"\tSlotName: slot1@{annex}\n\tAnnexName = \"{annex}\"\n...\n"
+    )
+
+
+def held(job, code, subcode=0, reason="Transfer input files failure: x not found"):
+    return (
+        f"012 ({job}.000) {STAMP} Job was held.\n\t{reason}\n"
+        f"\tCode {code} Subcode {subcode}\n...\n"
+    )
+
+
+def released(job):
+    return f"013 ({job}.000) {STAMP} Job was released.\n\tvia htcannex\n...\n"
+
+
+def evicted(job):
+    return (
+        f"004 ({job}.000) {STAMP} Job was evicted.\n\t(0) Job was not checkpointed.\n"
+        + "".join(f"\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  {usage} Usage\n" for usage in USAGES[:2])
+        + "".join(f"\t0  -  {traffic} By Job\n" for traffic in TRAFFIC[:2])
+        + "...\n"
+    )
+
+
+def terminated(job, value):
+    return (
+        f"005 ({job}.000) {STAMP} Job terminated.\n"
+        f"\t(1) Normal termination (return value {value})\n"
+        + "".join(f"\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  {usage} Usage\n" for usage in USAGES)
+        + "".join(f"\t0  -  {traffic} By Job\n" for traffic in TRAFFIC)
+        + "...\n"
+    )
+
+
+USAGES = ("Run Remote", "Run Local", "Total Remote", "Total Local")
+TRAFFIC = ("Run Bytes Sent", "Run Bytes Received", "Total Bytes Sent", "Total Bytes Received")
+
+
+def aborted(job):
+    return f"009 ({job}.000) {STAMP} Job was aborted.\n\tremoved by user\n...\n"
+
+
+@pytest.fixture
+def log(tmp_path):
+    path = tmp_path / "jobs.log"
+
+    def append(*events):
+        with path.open("a") as handle:
+            handle.write("".join(events))
+
+    append.path = path
+    return append
+
+
+def test_missing_log_is_no_news(tmp_path):
+    tracker = EventLogTracker(tmp_path / "jobs.log")
+    assert tracker.poll() == set()
+
+
+def test_success_and_annex_of_execute(log):
+    tracker = EventLogTracker(log.path)
+    log(submit("001.000"), execute("001.000", "expanse-a"))
+    assert tracker.poll() == {"1.0"}
+    record = tracker.jobs["1.0"]
+    assert record.phase is JobPhase.RUNNING
+    assert record.annex == "expanse-a"
+    assert record.slot == "slot1@expanse-a"
+    log(terminated("001.000", 0))
+    assert tracker.poll() == {"1.0"}
+    assert tracker.jobs["1.0"].phase is JobPhase.SUCCEEDED
+
+
+def test_reads_only_appended_events(log):
+    tracker = EventLogTracker(log.path)
+    log(submit("001.000"))
+    tracker.poll()
+    assert tracker.poll() == set()
+    log(submit("002.000"))
+    assert tracker.poll() == {"2.0"}
+
+
+def test_nonzero_return_value_fails(log):
+    tracker = EventLogTracker(log.path)
+    log(submit("003.000"), execute("003.000", "delta-a"), terminated("003.000", 3))
+    tracker.poll()
+    record = tracker.jobs["3.0"]
+    assert record.phase is JobPhase.FAILED
+    assert record.return_value == 3
+
+
+def test_hold_release_evict_abort(log):
+    tracker = EventLogTracker(log.path)
+    log(submit("004.000"), held("004.000", 13, 2))
+    tracker.poll()
+    record = tracker.jobs["4.0"]
+    assert (record.phase, record.hold_code, record.hold_subcode) == (JobPhase.HELD, 13, 2)
+    assert "x not found" in record.hold_reason
+    log(released("004.000"))
+    tracker.poll()
+    assert record.phase is JobPhase.IDLE and record.hold_code is None
+    log(execute("004.000", "aws-a"), evicted("004.000"))
+    tracker.poll()
+    assert record.phase is JobPhase.IDLE and record.annex is None and record.ever_started
+    log(aborted("004.000"))
+    tracker.poll()
+    assert record.phase is JobPhase.REMOVED and record.end_reason == "removed by user"
+
+
+def test_transient_hold_released_a_bounded_number_of_times(log):
+    tracker = EventLogTracker(log.path)
+    policy = HoldPolicy("release-transient", max_releases=2)
+    log(submit("005.000"), held("005.000", 13))
+    tracker.poll()
+    record = tracker.jobs["5.0"]
+    assert policy.decide(record, "train").release
+    assert policy.decide(record, "train").release
+    final = policy.decide(record, "train")
+    assert not final.release
+    assert "again after 2 release(s)" in final.message
+    assert "5.0" in final.message and "rule train" in final.message
+
+
+def test_memory_hold_fails_with_the_fix(log):
+    tracker = EventLogTracker(log.path)
+    log(submit("006.000"), held("006.000", 34, reason="Memory usage exceeded request"))
+    tracker.poll()
+    decision = HoldPolicy().decide(tracker.jobs["6.0"], "train_chunk")
+    assert not decision.release
+    assert "Memory usage exceeded request" in decision.message
+    assert "mem_mb=lambda wildcards, attempt" in decision.message
+
+
+def test_fail_policy_fails_transfer_holds_too(log):
+    tracker = EventLogTracker(log.path)
+    log(submit("007.000"), held("007.000", 12, reason="Transfer output files failure"))
+    tracker.poll()
+    assert not HoldPolicy("fail").decide(tracker.jobs["7.0"], "r").release
+
+
+def test_own_submit_on_hold_is_not_a_failure(log):
+    tracker = EventLogTracker(log.path)
+    log(submit("008.000"), held("008.000", 15, reason="submitted on hold"))
+    tracker.poll()
+    assert HoldPolicy("fail").decide(tracker.jobs["8.0"], "r") is None
+
+
+def test_unknown_hold_policy_names_the_setting():
+    with pytest.raises(ValueError, match="htcannex-hold-policy"):
+        HoldPolicy("keep-forever")
