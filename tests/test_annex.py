@@ -1,0 +1,140 @@
+"""Annex lifecycle guards, modes and the create command lines."""
+import json
+import shlex
+from types import SimpleNamespace
+
+import pytest
+
+from snakemake_executor_plugin_htcannex.annex import (
+    AnnexGuards,
+    AnnexLedger,
+    AnnexManager,
+    AnnexState,
+    HtcondorCliBackend,
+)
+
+
+def make_site(name="expanse", **overrides):
+    fields = dict(
+        name=name, kind="annex", system="expanse", queue="gpu-shared", whole_node=False,
+        nodes=1, cpus=10, memory_mb=94208, gpus=1, gpu_type="V100", gpu_memory_mb=32768,
+        gpu_capability=7.0, lifetime_s=4 * 3600, project="ABC123", login="jdoe",
+    )
+    fields.update(overrides)
+    return SimpleNamespace(**fields)
+
+
+class SlotsCollector:
+    """The collector's slot ads, as `htcondor2.Collector.query` filters them."""
+
+    def __init__(self):
+        self.annexes_up = set()
+
+    def query(self, ad_type, constraint, projection):
+        name = json.loads(constraint.split("==", 1)[1])
+        return [{"Name": f"slot1@{name}"}] if name in self.annexes_up else []
+
+
+class RecordingBackend(HtcondorCliBackend):
+    def __init__(self):
+        self.created = []
+
+    def create(self, site):
+        self.created.append(site.name)
+
+
+@pytest.fixture
+def manager(tmp_path):
+    def build(mode="auto", clock=lambda: 1000.0, ask=None, **guards):
+        return AnnexManager(
+            SlotsCollector(), RecordingBackend(), AnnexLedger(tmp_path / "annex-requests.json"),
+            AnnexGuards(**guards), mode=mode, clock=clock, ask=ask or (lambda q: None),
+        )
+
+    return build
+
+
+def test_up_annex_is_not_requested(manager):
+    annexes = manager()
+    annexes.collector.annexes_up.add("expanse")
+    assert annexes.ensure(make_site()).state is AnnexState.UP
+    assert annexes.backend.created == []
+
+
+def test_auto_requests_once_even_across_restarts(manager):
+    first = manager()
+    assert first.ensure(make_site()).state is AnnexState.REQUESTED
+    assert first.ensure(make_site()).state is AnnexState.REQUESTED
+    restarted = manager()  # a new Snakemake run in the same working directory
+    assert restarted.ensure(make_site()).state is AnnexState.REQUESTED
+    assert first.backend.created == ["expanse"] and restarted.backend.created == []
+
+
+def test_expired_request_may_be_renewed(manager):
+    manager().ensure(make_site())
+    later = manager(clock=lambda: 1000.0 + 4 * 3600 + 1)
+    assert later.ensure(make_site()).state is AnnexState.REQUESTED
+    assert later.backend.created == ["expanse"]
+
+
+def test_max_annexes_at_once(manager):
+    annexes = manager(max_annexes=2)
+    for site in ("expanse", "delta"):
+        annexes.ensure(make_site(site))
+    status = annexes.ensure(make_site("anvil"))
+    assert status.state is AnnexState.WAITING
+    assert "max_annexes=2" in status.message
+    assert annexes.backend.created == ["expanse", "delta"]
+
+
+def test_core_hour_budget_counts_every_request(manager):
+    # 1 node x 10 cpus x 4 h = 40 core-hours per request
+    annexes = manager(core_hour_budget=100)
+    annexes.ensure(make_site("expanse"))
+    annexes.ensure(make_site("delta"))
+    status = annexes.ensure(make_site("anvil"))
+    assert status.state is AnnexState.WAITING
+    assert "core_hour_budget=100" in status.message and "80 spent" in status.message
+
+
+def test_mode_off_prints_the_create_command(manager):
+    status = manager(mode="off").ensure(make_site())
+    assert status.state is AnnexState.WAITING
+    command = status.message.splitlines()[-1].strip()
+    assert command.startswith("ANNEX_USE_OLD_CREATE=true htcondor annex create expanse ")
+    argv = shlex.split(command)[1:]
+    assert argv[4] == "gpu-shared@expanse"
+    assert argv[argv.index("--project") + 1] == "ABC123"
+    assert argv[argv.index("--login-name") + 1] == "jdoe"
+    assert argv[argv.index("--lifetime") + 1] == "14400"
+
+
+def test_whole_node_queue_gets_no_cpus_or_memory():
+    argv = HtcondorCliBackend().command(make_site(whole_node=True, gpus=0))
+    assert "--cpus" not in argv and "--mem_mb" not in argv and "--gpus" not in argv
+
+
+def test_ask_without_terminal_behaves_as_off_and_says_so(manager):
+    annexes = manager(mode="ask", ask=lambda question: None)
+    status = annexes.ensure(make_site())
+    assert status.state is AnnexState.WAITING
+    assert "no terminal" in status.message and "htcondor annex create" in status.message
+    assert annexes.backend.created == []
+
+
+def test_ask_yes_creates(manager):
+    questions = []
+    annexes = manager(mode="ask", ask=lambda q: questions.append(q) or True)
+    assert annexes.ensure(make_site()).state is AnnexState.REQUESTED
+    assert "htcondor annex create expanse" in questions[0]
+
+
+def test_bad_ledger_names_the_file(manager, tmp_path):
+    (tmp_path / "annex-requests.json").write_text("{not json")
+    with pytest.raises(RuntimeError, match="annex-requests.json"):
+        manager().ensure(make_site())
+
+
+def test_bad_mode_names_the_setting(manager):
+    with pytest.raises(ValueError, match="htcannex-annex-mode"):
+        manager(mode="sometimes")
