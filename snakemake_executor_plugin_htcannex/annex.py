@@ -5,10 +5,11 @@ executor submits a job whose annex is not up on hold (with MY.TargetAnnexName
 set), asks `AnnexManager.ensure()` for the annex, and releases the job once the
 collector shows slots with that AnnexName.
 
-The guards keep an unattended run from "going rogue": at most `max_annexes` live
-requests at once, never a second live request for the same annex (annexes are
-named after their site, so this is also "one per site"), and a core-hour budget (nodes x cpus x lifetime hours, summed over
-every request ever made from this working directory). Requests are persisted in
+The guards (`sites.AnnexGuards`, from htcannex.yaml) keep an unattended run from
+"going rogue": at most `max_annexes` live requests at once, never a second live
+request for the same annex (an annex is named after its site, `Site.annex_name`,
+so this is also `max_per_site: 1`), and a core-hour budget (nodes x cpus x
+lifetime hours, summed over every request ever made from this working directory). Requests are persisted in
 `.htcannex/annex-requests.json`, so restarting Snakemake does not reset them.
 """
 import enum
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import htcondor2
+
+from .sites import AnnexGuards, Site
 
 MODES = ("off", "ask", "auto")
 
@@ -41,13 +44,7 @@ class AnnexStatus:
 
 
 @dataclass
-class AnnexGuards:
-    max_annexes: int = 4
-    core_hour_budget: float = 5000.0
-
-
-@dataclass
-class AnnexRequest:
+class LedgerEntry:
     name: str
     site: str
     core_hours: float
@@ -58,27 +55,17 @@ class AnnexRequest:
         return now < self.requested_at + self.lifetime_s
 
 
-def annex_name(site) -> str:
-    # One live annex per site is what rotation needs, and the name tells the
-    # user at once where it runs.
-    return site.name
-
-
-def core_hours(site) -> float:
-    return site.nodes * site.cpus * site.lifetime_s / 3600.0
-
-
 class AnnexLedger:
     """Every annex request made from one working directory, kept on disk."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
 
-    def requests(self) -> list[AnnexRequest]:
+    def requests(self) -> list[LedgerEntry]:
         if not self.path.exists():
             return []
         try:
-            return [AnnexRequest(**entry) for entry in json.loads(self.path.read_text())]
+            return [LedgerEntry(**entry) for entry in json.loads(self.path.read_text())]
         except (ValueError, TypeError) as error:
             raise RuntimeError(
                 f"{self.path} is not an htcannex annex ledger ({error}); it records the "
@@ -86,7 +73,7 @@ class AnnexLedger:
                 f"(deleting resets the budget guard)."
             ) from error
 
-    def add(self, request: AnnexRequest) -> None:
+    def add(self, request: LedgerEntry) -> None:
         entries = [asdict(r) for r in self.requests()] + [asdict(request)]
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_suffix(".tmp")
@@ -98,10 +85,10 @@ class GuardRefusal(Exception):
     pass
 
 
-def check_guards(guards: AnnexGuards, requests: list[AnnexRequest], site, now: float) -> None:
+def check_guards(guards: AnnexGuards, requests: list[LedgerEntry], site: Site, now: float) -> None:
     """Raise GuardRefusal naming the guard that forbids requesting `site`'s annex."""
     live = [r for r in requests if r.live(now)]
-    name = annex_name(site)
+    name = site.annex_name
     if any(r.name == name for r in live):
         raise GuardRefusal(f"annex {name} was already requested and has not expired")
     if len(live) >= guards.max_annexes:
@@ -109,7 +96,7 @@ def check_guards(guards: AnnexGuards, requests: list[AnnexRequest], site, now: f
             f"{len(live)} annexes are live, the limit is max_annexes={guards.max_annexes}"
         )
     spent = sum(r.core_hours for r in requests)
-    wanted = core_hours(site)
+    wanted = site.annex_core_hours
     if spent + wanted > guards.core_hour_budget:
         raise GuardRefusal(
             f"{wanted:g} more core-hours would exceed core_hour_budget="
@@ -124,30 +111,30 @@ class HtcondorCliBackend:
     builds a tarball for the user to run at the site, which an executor cannot do.
     """
 
-    def command(self, site) -> list[str]:
+    def command(self, site: Site) -> list[str]:
+        request = site.annex_request()  # refuses placeholders (project, login)
         argv = [
-            "htcondor", "annex", "create", annex_name(site), f"{site.queue}@{site.system}",
-            "--nodes", str(site.nodes),
-            "--lifetime", str(int(site.lifetime_s)),
+            "htcondor", "annex", "create", request.name, f"{request.queue}@{request.system}",
+            "--nodes", str(request.nodes),
+            "--lifetime", str(request.lifetime_s),
         ]
         optional = {
-            "--project": site.project,
-            "--login-name": site.login,
-            "--gpus": site.gpus or None,
-            "--gpu-type": site.gpu_type if site.gpus else None,
+            "--project": request.project,
+            "--login-name": request.login,
+            "--gpus": request.gpus,
+            "--gpu-type": request.gpu_type,
+            "--cpus": request.cpus,  # None on whole-node queues, which refuse them
+            "--mem_mb": request.mem_mb,
         }
-        if not site.whole_node:
-            # Shared queues are sized by cpus/memory; whole-node queues refuse them.
-            optional.update({"--cpus": site.cpus, "--mem_mb": site.memory_mb})
         for flag, value in optional.items():
-            if value:
+            if value is not None:
                 argv += [flag, str(value)]
         return argv
 
-    def describe(self, site) -> str:
+    def describe(self, site: Site) -> str:
         return "ANNEX_USE_OLD_CREATE=true " + shlex.join(self.command(site))
 
-    def create(self, site) -> None:
+    def create(self, site: Site) -> None:
         # The knob is read through htcondor's config, which takes _CONDOR_ overrides.
         env = dict(os.environ, _CONDOR_ANNEX_USE_OLD_CREATE="true")
         result = subprocess.run(self.command(site), env=env, stdin=sys.stdin)
@@ -165,26 +152,19 @@ class EmbeddedBackend:
         self.pool = pool
         self.config_path = config_path
 
-    def command(self, site) -> list[str]:
+    def command(self, site: Site) -> list[str]:
         argv = ["htcannex", "annex", "create", site.name]
         if self.config_path is not None:
             argv += ["--config", str(self.config_path)]
         return argv + ["--pool-dir", str(self.pool.spool_dir)]
 
-    def describe(self, site) -> str:
+    def describe(self, site: Site) -> str:
         return shlex.join(self.command(site))
 
-    def create(self, site) -> None:
+    def create(self, site: Site) -> None:
         self.pool.create_annex(
-            annex_name(site),
-            owner=getpass.getuser(),
-            nodes=site.nodes,
-            cpus=site.cpus,
-            memory_mb=site.memory_mb,
-            gpus=site.gpus,
-            gpu_memory_mb=site.gpu_memory_mb,
-            gpu_capability=site.gpu_capability,
-            lifetime_s=site.lifetime_s,
+            site.annex_name, owner=getpass.getuser(), nodes=site.nodes,
+            lifetime_s=site.lifetime_s, **site.slot_shape(),
         )
 
 
@@ -228,9 +208,9 @@ class AnnexManager:
         )
         return len(slots) > 0
 
-    def ensure(self, site) -> AnnexStatus:
+    def ensure(self, site: Site) -> AnnexStatus:
         """Make sure `site`'s annex is up or requested, within the mode and guards."""
-        name = annex_name(site)
+        name = site.annex_name
         if self.is_up(name):
             return AnnexStatus(AnnexState.UP)
         now = self.clock()
@@ -262,5 +242,5 @@ class AnnexManager:
             if not answer:
                 return AnnexStatus(AnnexState.WAITING, f"annex {name} declined. {create_by_hand}")
         self.backend.create(site)
-        self.ledger.add(AnnexRequest(name, site.name, core_hours(site), now, site.lifetime_s))
+        self.ledger.add(LedgerEntry(name, site.name, site.annex_core_hours, now, site.lifetime_s))
         return AnnexStatus(AnnexState.REQUESTED, f"requested annex {name}")

@@ -1,27 +1,25 @@
 """Annex lifecycle guards, modes and the create command lines."""
 import json
 import shlex
-from types import SimpleNamespace
-
 import pytest
 
 from snakemake_executor_plugin_htcannex.annex import (
-    AnnexGuards,
     AnnexLedger,
     AnnexManager,
     AnnexState,
     HtcondorCliBackend,
 )
+from snakemake_executor_plugin_htcannex.sites import AnnexGuards, Site
 
 
 def make_site(name="expanse", **overrides):
     fields = dict(
-        name=name, kind="annex", system="expanse", queue="gpu-shared", whole_node=False,
-        nodes=1, cpus=10, memory_mb=94208, gpus=1, gpu_type="V100", gpu_memory_mb=32768,
-        gpu_capability=7.0, lifetime_s=4 * 3600, project="ABC123", login="jdoe",
+        name=name, kind="annex", source="htcannex.yaml", system="expanse", queue="gpu-shared",
+        nodes=1, cpus=10, memory_mb=94208, gpus=1, gpu_type="V100", gpu_type_flag="V100",
+        gpu_memory_mb=32768, gpu_capability=7.0, lifetime_s=4 * 3600, project="ABC123", login="jdoe",
     )
     fields.update(overrides)
-    return SimpleNamespace(**fields)
+    return Site(**fields)
 
 
 class SlotsCollector:
@@ -40,7 +38,7 @@ class RecordingBackend(HtcondorCliBackend):
         self.created = []
 
     def create(self, site):
-        self.created.append(site.name)
+        self.created.append(site.annex_name)
 
 
 @pytest.fixture
@@ -48,7 +46,7 @@ def manager(tmp_path):
     def build(mode="auto", clock=lambda: 1000.0, ask=None, **guards):
         return AnnexManager(
             SlotsCollector(), RecordingBackend(), AnnexLedger(tmp_path / "annex-requests.json"),
-            AnnexGuards(**guards), mode=mode, clock=clock, ask=ask or (lambda q: None),
+            AnnexGuards(**{"core_hour_budget": 5000, **guards}), mode=mode, clock=clock, ask=ask or (lambda q: None),
         )
 
     return build
@@ -56,7 +54,7 @@ def manager(tmp_path):
 
 def test_up_annex_is_not_requested(manager):
     annexes = manager()
-    annexes.collector.annexes_up.add("expanse")
+    annexes.collector.annexes_up.add("htcannex-expanse")
     assert annexes.ensure(make_site()).state is AnnexState.UP
     assert annexes.backend.created == []
 
@@ -67,14 +65,14 @@ def test_auto_requests_once_even_across_restarts(manager):
     assert first.ensure(make_site()).state is AnnexState.REQUESTED
     restarted = manager()  # a new Snakemake run in the same working directory
     assert restarted.ensure(make_site()).state is AnnexState.REQUESTED
-    assert first.backend.created == ["expanse"] and restarted.backend.created == []
+    assert first.backend.created == ["htcannex-expanse"] and restarted.backend.created == []
 
 
 def test_expired_request_may_be_renewed(manager):
     manager().ensure(make_site())
     later = manager(clock=lambda: 1000.0 + 4 * 3600 + 1)
     assert later.ensure(make_site()).state is AnnexState.REQUESTED
-    assert later.backend.created == ["expanse"]
+    assert later.backend.created == ["htcannex-expanse"]
 
 
 def test_max_annexes_at_once(manager):
@@ -84,7 +82,7 @@ def test_max_annexes_at_once(manager):
     status = annexes.ensure(make_site("anvil"))
     assert status.state is AnnexState.WAITING
     assert "max_annexes=2" in status.message
-    assert annexes.backend.created == ["expanse", "delta"]
+    assert annexes.backend.created == ["htcannex-expanse", "htcannex-delta"]
 
 
 def test_core_hour_budget_counts_every_request(manager):
@@ -101,7 +99,7 @@ def test_mode_off_prints_the_create_command(manager):
     status = manager(mode="off").ensure(make_site())
     assert status.state is AnnexState.WAITING
     command = status.message.splitlines()[-1].strip()
-    assert command.startswith("ANNEX_USE_OLD_CREATE=true htcondor annex create expanse ")
+    assert command.startswith("ANNEX_USE_OLD_CREATE=true htcondor annex create htcannex-expanse ")
     argv = shlex.split(command)[1:]
     assert argv[4] == "gpu-shared@expanse"
     assert argv[argv.index("--project") + 1] == "ABC123"
@@ -110,7 +108,7 @@ def test_mode_off_prints_the_create_command(manager):
 
 
 def test_whole_node_queue_gets_no_cpus_or_memory():
-    argv = HtcondorCliBackend().command(make_site(whole_node=True, gpus=0))
+    argv = HtcondorCliBackend().command(make_site(allocation="node", gpus=0))
     assert "--cpus" not in argv and "--mem_mb" not in argv and "--gpus" not in argv
 
 
@@ -126,7 +124,7 @@ def test_ask_yes_creates(manager):
     questions = []
     annexes = manager(mode="ask", ask=lambda q: questions.append(q) or True)
     assert annexes.ensure(make_site()).state is AnnexState.REQUESTED
-    assert "htcondor annex create expanse" in questions[0]
+    assert "htcondor annex create htcannex-expanse" in questions[0]
 
 
 def test_bad_ledger_names_the_file(manager, tmp_path):
@@ -138,3 +136,8 @@ def test_bad_ledger_names_the_file(manager, tmp_path):
 def test_bad_mode_names_the_setting(manager):
     with pytest.raises(ValueError, match="htcannex-annex-mode"):
         manager(mode="sometimes")
+
+
+def test_placeholder_login_is_refused_before_anything_runs(manager):
+    with pytest.raises(ValueError, match="sites.expanse.login"):
+        manager(mode="off").ensure(make_site(login="CHANGE_ME"))
