@@ -1,0 +1,42 @@
+"""`htcannex pool start|stop|status`: the embedded pool's daemon."""
+import json
+
+from ..pool import Pool
+
+
+def _pool(args) -> Pool:
+    return Pool(args.spool, idle_exit_s=args.idle_exit)
+
+
+def _start(args) -> int:
+    pool = _pool(args)
+    pool.ensure_running()
+    print(f"pool running (pid {pool.status()['pid']}), spool {pool.spool_dir}")
+    return 0
+
+
+def _stop(args) -> int:
+    pool = _pool(args)
+    pool.stop()
+    print(f"pool at {pool.spool_dir} stopped")
+    return 0
+
+
+def _status(args) -> int:
+    status = _pool(args).status()
+    print(json.dumps(status, indent=2))
+    return 0 if status["running"] else 3
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("pool", help="start, stop or inspect the embedded HTCondor pool")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for name, func, help_text in (("start", _start, "start the pool daemon (no-op if running)"),
+                                  ("stop", _stop, "stop the daemon; running jobs go back to idle"),
+                                  ("status", _status, "print the daemon's state as JSON (exit 3 if down)")):
+        verb = verbs.add_parser(name, help=help_text)
+        verb.add_argument("--spool", default=None,
+                          help="spool directory (default: $HTCANNEX_POOL_DIR or ./.htcannex/pool)")
+        verb.add_argument("--idle-exit", type=float, default=1800.0,
+                          help="seconds without jobs or requests after which the daemon exits")
+        verb.set_defaults(func=func)

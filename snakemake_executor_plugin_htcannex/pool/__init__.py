@@ -1,0 +1,8 @@
+"""The embedded HTCondor pool: an access point (schedd) plus annex execute slots.
+
+See docs/pool.md for what of HTCondor it reproduces. The plugin uses only
+`Pool` (and through it `PoolSchedd` / `PoolCollector`).
+"""
+from .client import Pool, PoolCollector, PoolError, PoolRequestError, PoolSchedd, SubmitResult
+
+__all__ = ["Pool", "PoolCollector", "PoolError", "PoolRequestError", "PoolSchedd", "SubmitResult"]

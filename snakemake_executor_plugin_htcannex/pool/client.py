@@ -1,0 +1,274 @@
+"""The client side of the embedded pool: `Pool`, and the schedd and collector it offers.
+
+`PoolSchedd` and `PoolCollector` take the same calls as `htcondor2.Schedd` and
+`htcondor2.Collector` (the subset in docs/architecture.md), so the plugin
+drives a real access point and this pool with the same code. Every call is one
+request to the daemon; if the daemon is not up (never started, or exited when
+idle), the call starts it first.
+"""
+import contextlib
+import fcntl
+import getpass
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import classad2
+import htcondor2
+import psutil
+
+from . import protocol
+
+DEFAULT_SPOOL = Path(".htcannex/pool")
+
+
+class PoolError(htcondor2.HTCondorException):
+    """The pool could not do what was asked (the message says why)."""
+
+
+class PoolRequestError(PoolError, ValueError):
+    """The request itself was bad: a rejected submit, an unknown job, a malformed constraint."""
+
+
+def default_slots() -> list[dict]:
+    """One ordinary slot with the machine's cores and memory."""
+    return [{"cpus": os.cpu_count() or 1, "memory_mb": psutil.virtual_memory().total // 2**20}]
+
+
+class Pool:
+    def __init__(self, spool_dir: str | os.PathLike | None = None, *, idle_exit_s: float = 1800.0,
+                 cycle_s: float = 0.1, slots: list[dict] | None = None,
+                 origin_dir: str | os.PathLike | None = None, start_timeout_s: float = 30.0):
+        spool = spool_dir or os.environ.get("HTCANNEX_POOL_DIR") or DEFAULT_SPOOL
+        self.spool_dir = Path(spool).resolve()
+        self.origin_dir = Path(origin_dir).resolve() if origin_dir else self.spool_dir / "osdf-origin"
+        self.idle_exit_s, self.cycle_s = idle_exit_s, cycle_s
+        self.slots = slots if slots is not None else default_slots()
+        self.start_timeout_s = start_timeout_s
+        self.socket_path = self.spool_dir / protocol.SOCKET_NAME
+        if len(str(self.socket_path)) > protocol.MAX_SOCKET_PATH:
+            raise PoolError(f"pool spool directory {self.spool_dir} is too deep for a Unix socket "
+                            f"({len(str(self.socket_path))} > {protocol.MAX_SOCKET_PATH} characters); "
+                            "choose a shorter HTCANNEX_POOL_DIR")
+
+    # ---- talking to the daemon
+
+    def _send(self, op: str, args: dict) -> dict:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.connect(str(self.socket_path))
+            connection.sendall(protocol.encode({"op": op, "args": args}))
+            with connection.makefile("rb") as answers:
+                line = answers.readline()
+        if not line:
+            raise ConnectionResetError("the pool daemon closed the connection")
+        return protocol.decode(line)
+
+    def request(self, op: str, *, start: bool = True, **args):
+        """One request; starts the daemon first if it is not up and `start` is set."""
+        try:
+            answer = self._send(op, args)
+        except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError):
+            if not start:
+                raise PoolError(f"the pool at {self.spool_dir} is not running "
+                                "(start it with `htcannex pool start` or Pool.ensure_running())") from None
+            self.ensure_running()
+            answer = self._send(op, args)
+        if answer["ok"]:
+            return answer["result"]
+        if answer.get("kind") == "request":
+            raise PoolRequestError(answer["error"])
+        raise PoolError(f"pool daemon error (see {self.spool_dir / 'daemon.log'}): {answer['error']}")
+
+    def _answers_ping(self) -> bool:
+        try:
+            return self._send("ping", {})["ok"]
+        except OSError:
+            return False
+
+    def ensure_running(self):
+        """Start the daemon unless one serves this spool; safe to call from many clients at once."""
+        self.spool_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.spool_dir / "start.lock", "w") as start_lock:
+            fcntl.flock(start_lock, fcntl.LOCK_EX)
+            if self._answers_ping():
+                return
+            with open(self.spool_dir / "daemon.log", "ab") as daemon_log:
+                # The daemon double-forks; this child exits at once after detaching.
+                subprocess.run(
+                    [sys.executable, "-m", "snakemake_executor_plugin_htcannex.pool.daemon",
+                     "--spool", str(self.spool_dir), "--origin", str(self.origin_dir),
+                     "--idle-exit", str(self.idle_exit_s), "--cycle", str(self.cycle_s),
+                     "--slots", json.dumps(self.slots), "--detach"],
+                    stdin=subprocess.DEVNULL, stdout=daemon_log, stderr=daemon_log, check=True)
+            deadline = time.time() + self.start_timeout_s
+            while not self._answers_ping():
+                if time.time() > deadline:
+                    raise PoolError(f"the pool daemon did not start within {self.start_timeout_s} s; "
+                                    f"see {self.spool_dir / 'daemon.log'}")
+                time.sleep(0.05)
+
+    def status(self) -> dict:
+        try:
+            return {"running": True, **self.request("status", start=False)}
+        except PoolError:
+            return {"running": False, "pid": None, "jobs": {}, "annexes": [], "origin": str(self.origin_dir)}
+
+    def stop(self, timeout_s: float = 30.0):
+        """Stop the daemon (running jobs are evicted; the queue stays for the next start)."""
+        with contextlib.suppress(PoolError):
+            pid = self.request("ping", start=False)["pid"]
+            self.request("shutdown", start=False)
+            deadline = time.time() + timeout_s
+            while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                if time.time() > deadline:
+                    raise PoolError(f"the pool daemon (pid {pid}) did not stop within {timeout_s} s")
+                time.sleep(0.05)
+
+    def schedd(self) -> "PoolSchedd":
+        return PoolSchedd(self)
+
+    def collector(self) -> "PoolCollector":
+        return PoolCollector(self)
+
+    # ---- annexes
+
+    def create_annex(self, name: str, *, owner: str, nodes: int = 1, cpus: int, memory_mb: int,
+                     gpus: int = 0, gpu_memory_mb: int = 0, gpu_capability: float = 0.0,
+                     lifetime_s: float, startup_delay_s: float = 0.0, comes_up: bool = True) -> None:
+        self.request("create_annex", spec={
+            "name": name, "owner": owner, "nodes": nodes, "cpus": cpus, "memory_mb": memory_mb,
+            "gpus": gpus, "gpu_memory_mb": gpu_memory_mb, "gpu_capability": gpu_capability,
+            "lifetime_s": lifetime_s, "startup_delay_s": startup_delay_s, "comes_up": comes_up})
+
+    def remove_annex(self, name: str) -> None:
+        self.request("remove_annex", name=name)
+
+    def annexes(self) -> list[dict]:
+        return self.request("annexes")
+
+    # ---- fault injection (tests)
+
+    def inject_expire_annex(self, name: str) -> None:
+        self.request("inject_expire_annex", name=name)
+
+    def inject_fail_next_transfer(self) -> None:
+        self.request("inject_fail_next_transfer")
+
+    def inject_kill_job(self, job_id: str) -> None:
+        self.request("inject_kill_job", job_id=job_id)
+
+
+class SubmitResult:
+    """What `htcondor2.Schedd.submit` returns, for the calls the plugin uses."""
+
+    def __init__(self, cluster: int, first_proc: int, num_procs: int):
+        self._cluster, self._first_proc, self._num_procs = cluster, first_proc, num_procs
+
+    def cluster(self) -> int:
+        return self._cluster
+
+    def first_proc(self) -> int:
+        return self._first_proc
+
+    def num_procs(self) -> int:
+        return self._num_procs
+
+    def __int__(self) -> int:
+        return self._cluster
+
+    def __repr__(self) -> str:
+        return f"SubmitResult(cluster={self._cluster}, first_proc={self._first_proc}, num_procs={self._num_procs})"
+
+
+_DEFAULT_ITEMDATA = object()
+
+
+def _procs(description: htcondor2.Submit, count: int, itemdata, queue: str | None) -> list[dict]:
+    """Queue variables for each proc, as `queue [N] [vars from ...]` would give them."""
+    if queue is not None:
+        queue_args = queue[6:] if queue.lower().startswith("queue ") else queue
+        items = description.itemdata(queue_args)
+    elif itemdata is _DEFAULT_ITEMDATA:
+        queue_args = description.getQArgs()
+        items = description.itemdata()
+    else:
+        queue_args = ""
+        items = None if itemdata is None else [
+            item if isinstance(item, dict) else {"Item": str(item).strip()} for item in itemdata]
+    leading = re.match(r"\s*(\d+)", queue_args or "")
+    per_item = count or (int(leading.group(1)) if leading else 1)
+    rows = [{}] if items is None else list(items)
+    return [{**variables, "Step": str(step), "Row": str(row)}
+            for row, variables in enumerate(rows) for step in range(per_item)]
+
+
+def _spec(job_spec) -> str | list[str]:
+    if isinstance(job_spec, list):
+        return [str(item) for item in job_spec]
+    return str(job_spec)
+
+
+def _ads(texts: list[str]) -> list[classad2.ClassAd]:
+    return [classad2.parseOne(text) for text in texts]
+
+
+class PoolSchedd:
+    """`htcondor2.Schedd`'s calls, served by the embedded pool."""
+
+    def __init__(self, pool: Pool):
+        self._pool = pool
+
+    def submit(self, description: htcondor2.Submit, count: int = 0, spool: bool = False,
+               itemdata=_DEFAULT_ITEMDATA, queue: str | None = None) -> SubmitResult:
+        if not isinstance(description, htcondor2.Submit):
+            raise TypeError("description must be an htcondor2.Submit object")
+        if queue is not None and (count or itemdata is not _DEFAULT_ITEMDATA):
+            raise ValueError("queue and count/itemdata are mutually exclusive")
+        items = dict(description.items())
+        wants_environment = any(key.lower() == "getenv" for key in items)
+        result = self._pool.request(
+            "submit", items=items, procs=_procs(description, count, itemdata, queue),
+            submit_dir=os.getcwd(), owner=getpass.getuser(),
+            environment=dict(os.environ) if wants_environment else None)
+        return SubmitResult(result["cluster"], result["first_proc"], result["num_procs"])
+
+    def act(self, action: htcondor2.JobAction, job_spec, reason: str | None = None) -> classad2.ClassAd:
+        if not isinstance(action, htcondor2.JobAction):
+            raise TypeError("action must be a JobAction")
+        return classad2.ClassAd(self._pool.request("act", action=action.name, spec=_spec(job_spec),
+                                                   reason=reason))
+
+    def edit(self, job_spec, attr: str, value) -> int:
+        value = repr(value) if isinstance(value, classad2.ExprTree) else str(value)
+        return self._pool.request("edit", spec=_spec(job_spec), attribute=attr, value=value)
+
+    def query(self, constraint="True", projection: list[str] = (), callback=None, limit: int = -1,
+              opts=None) -> list:
+        ads = _ads(self._pool.request("query", constraint=str(constraint), projection=list(projection)))
+        if limit >= 0:
+            ads = ads[:limit]
+        if callback is not None:
+            ads = [result for result in map(callback, ads) if result is not None]
+        return ads
+
+    def history(self, constraint=None, projection: list[str] = (), match: int = -1, since=None) -> list:
+        return _ads(self._pool.request("history", constraint=None if constraint is None else str(constraint),
+                                       projection=list(projection), match=match))
+
+
+class PoolCollector:
+    """`htcondor2.Collector.query` for slot (Startd) ads of the pool and its annexes."""
+
+    def __init__(self, pool: Pool):
+        self._pool = pool
+
+    def query(self, ad_type=htcondor2.AdTypes.Startd, constraint="", projection: list[str] = ()) -> list:
+        if ad_type not in (htcondor2.AdTypes.Startd, htcondor2.AdTypes.Slot, htcondor2.AdTypes.Any):
+            raise PoolRequestError(f"the embedded pool's collector holds only slot ads "
+                                   f"(AdTypes.Startd), not {ad_type}")
+        return _ads(self._pool.request("slots", constraint=str(constraint), projection=list(projection)))

@@ -1,0 +1,158 @@
+"""The pool daemon: serves clients on a Unix socket and runs the scheduler's cycle.
+
+One daemon per spool directory (an exclusive lock on `daemon.lock`, held for
+the daemon's life). It detaches from whoever started it (double fork, new
+session), so killing snakemake does not kill the pool or its jobs. It is the
+only writer of the queue. It exits by itself after `idle_exit_s` with no jobs
+that can still change and no requests, so nothing is left behind by CI.
+
+Run as `python -m snakemake_executor_plugin_htcannex.pool.daemon --spool DIR ...`
+(the client does this; see `Pool.ensure_running`).
+"""
+import argparse
+import fcntl
+import json
+import logging
+import os
+import signal
+import socketserver
+import sys
+import threading
+import time
+from pathlib import Path
+
+from . import protocol
+from .scheduler import RequestError, Scheduler
+
+log = logging.getLogger("htcannex.pool")
+
+
+class _ConnectionHandler(socketserver.StreamRequestHandler):
+    """Answers each request line of one client connection, in order."""
+
+    def handle(self):
+        for line in self.rfile:
+            self.wfile.write(protocol.encode(self.server.pool_daemon.answer(line)))
+            self.wfile.flush()
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+class PoolDaemon:
+    def __init__(self, spool: Path, origin: Path, idle_exit_s: float, cycle_s: float, slots: list[dict]):
+        self.spool, self.idle_exit_s, self.cycle_s = spool, idle_exit_s, cycle_s
+        self.scheduler = Scheduler(spool, origin, slots)
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.last_request = time.time()
+        self.operations = {
+            "ping": lambda: {"pid": os.getpid()},
+            "status": lambda: {"pid": os.getpid(), **self.scheduler.status()},
+            "shutdown": self.stopping.set,
+            "submit": self.scheduler.submit,
+            "act": self.scheduler.act,
+            "edit": self.scheduler.edit,
+            "query": self.scheduler.query,
+            "history": self.scheduler.history,
+            "slots": self.scheduler.slot_ads,
+            "create_annex": self.scheduler.create_annex,
+            "remove_annex": self.scheduler.remove_annex,
+            "annexes": self.scheduler.annex_summaries,
+            "inject_expire_annex": self.scheduler.inject_expire_annex,
+            "inject_fail_next_transfer": self.scheduler.inject_fail_next_transfer,
+            "inject_kill_job": self.scheduler.inject_kill_job,
+        }
+
+    def answer(self, line: bytes) -> dict:
+        """One request -> one answer; a bad request only ever fails that request."""
+        try:
+            request = protocol.decode(line)
+            operation = self.operations.get(request.get("op"))
+            if operation is None:
+                raise RequestError(f"unknown operation {request.get('op')!r} "
+                                   f"(known: {', '.join(sorted(self.operations))})")
+            arguments = request.get("args") or {}
+            if not isinstance(arguments, dict):
+                raise RequestError("the request's args must be a JSON object")
+            with self.lock:
+                self.last_request = time.time()
+                try:
+                    result = operation(**arguments)
+                except TypeError as error:
+                    raise RequestError(f"bad arguments for {request['op']}: {error}") from None
+            return {"ok": True, "result": result}
+        except (RequestError, ValueError) as error:
+            return {"ok": False, "kind": "request", "error": str(error)}
+        except Exception as error:  # never let one request take the daemon down
+            log.exception("request failed")
+            return {"ok": False, "kind": "internal", "error": f"{type(error).__name__}: {error}"}
+
+    def _idle_too_long(self) -> bool:
+        return (time.time() - self.last_request > self.idle_exit_s
+                and not self.scheduler.has_work())
+
+    def serve(self, socket_path: Path):
+        server = _Server(str(socket_path), _ConnectionHandler)
+        server.pool_daemon = self
+        threading.Thread(target=server.serve_forever, name="pool-server", daemon=True).start()
+        (self.spool / "daemon.pid").write_text(f"{os.getpid()}\n")
+        log.info("serving %s", socket_path)
+        while not self.stopping.wait(self.cycle_s):
+            with self.lock:
+                try:
+                    self.scheduler.cycle()
+                except Exception:
+                    log.exception("scheduler cycle failed")
+                if self._idle_too_long():
+                    log.info("idle for %s s: exiting", self.idle_exit_s)
+                    break
+        server.shutdown()
+        with self.lock:
+            self.scheduler.shutdown()
+        socket_path.unlink(missing_ok=True)
+        (self.spool / "daemon.pid").unlink(missing_ok=True)
+        log.info("stopped")
+
+
+def _detach():
+    """Double fork into a new session, so the daemon outlives and ignores its starter."""
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The htcannex embedded pool daemon.")
+    parser.add_argument("--spool", required=True, type=Path)
+    parser.add_argument("--origin", required=True, type=Path)
+    parser.add_argument("--idle-exit", type=float, default=1800.0)
+    parser.add_argument("--cycle", type=float, default=0.1)
+    parser.add_argument("--slots", type=json.loads, required=True, help="JSON list of ordinary slots")
+    parser.add_argument("--detach", action="store_true")
+    args = parser.parse_args(argv)
+    if args.detach:
+        _detach()
+    spool = args.spool.resolve()
+    logging.basicConfig(filename=spool / "daemon.log", level=logging.INFO,
+                        format="%(asctime)s %(process)d %(levelname)s %(message)s")
+    lock_file = open(spool / "daemon.lock", "w")
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        log.info("another daemon serves %s; exiting", spool)
+        return 0
+    args.origin.mkdir(parents=True, exist_ok=True)
+    socket_path = spool / protocol.SOCKET_NAME
+    socket_path.unlink(missing_ok=True)  # left by a daemon that died; we hold the lock now
+    daemon = PoolDaemon(spool, args.origin.resolve(), args.idle_exit, args.cycle, args.slots)
+    signal.signal(signal.SIGTERM, lambda *_: daemon.stopping.set())
+    daemon.serve(socket_path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

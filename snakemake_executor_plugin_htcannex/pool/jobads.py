@@ -1,0 +1,272 @@
+"""Job ads from submit commands, built as condor_submit builds them.
+
+The client sends the submit commands (`dict(htcondor2.Submit.items())`) and
+one dict of queue variables per proc; here each proc's commands are expanded
+with `htcondor2.Submit.expand` (so `$(ClusterId)`, `$(ProcId)`, `$(Cluster)`,
+`$(Process)`, `$(Item)` and item variables behave as in condor_submit), then
+translated into the job ClassAd the schedd would hold. Every value is checked
+here: a bad one raises `SubmitError` naming the command and the value, and
+nothing of that submit is queued.
+"""
+import platform
+import time
+from pathlib import Path
+
+import classad2
+import htcondor2
+
+from . import quoting, units
+from .states import HELD, IDLE
+
+UNIVERSES = {"vanilla": 5, "container": 14}
+# Commands whose value is a ClassAd expression stored under an ad attribute.
+EXPRESSION_COMMANDS = {
+    "periodic_release": "PeriodicRelease",
+    "periodic_remove": "PeriodicRemove",
+    "periodic_hold": "PeriodicHold",
+}
+INTEGER_COMMANDS = {
+    "checkpoint_exit_code": "CheckpointExitCode",
+    "max_retries": "JobMaxRetries",
+    "allowed_execute_duration": "AllowedExecuteDuration",
+}
+MACHINE_ARCH = platform.machine().upper().replace("AMD64", "X86_64")
+HOLD_CODE_SUBMITTED_ON_HOLD = 1
+
+
+class SubmitError(ValueError):
+    """A submit description condor_submit would refuse."""
+
+
+def _commands(items: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Split into (lower-cased submit commands, custom attributes from MY.X / +X)."""
+    commands, custom = {}, {}
+    for key, value in items.items():
+        if key[:3].upper() == "MY.":
+            custom[key[3:]] = key
+        elif key.startswith("+"):
+            custom[key[1:]] = key
+        else:
+            commands[key.lower()] = key
+    return commands, custom
+
+
+def _boolean(command: str, value: str) -> bool:
+    text = value.strip().lower()
+    if text in ("true", "yes", "1", "t", "y"):
+        return True
+    if text in ("false", "no", "0", "f", "n", ""):
+        return False
+    raise SubmitError(f"{command} = {value} is invalid: expected true or false")
+
+
+def _expression(command: str, value: str) -> classad2.ExprTree:
+    try:
+        return classad2.ExprTree(value)
+    except Exception:
+        raise SubmitError(f"{command} = {value} is not a valid ClassAd expression") from None
+
+
+def _integer(command: str, value: str) -> int:
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise SubmitError(f"{command} = {value} is invalid: expected an integer") from None
+
+
+def _number(command: str, value: str) -> float:
+    try:
+        return float(value.strip())
+    except ValueError:
+        raise SubmitError(f"{command} = {value} is invalid: expected a number") from None
+
+
+def file_list(value: str) -> list[str]:
+    """A comma-separated list of files, as transfer_input_files takes it."""
+    return [entry.strip() for entry in value.replace("\n", ",").split(",") if entry.strip()]
+
+
+class ClusterBuilder:
+    """Builds the job ads of one submit (one cluster)."""
+
+    def __init__(self, items: dict[str, str], *, submit_dir: str, owner: str,
+                 submit_environment: dict[str, str] | None):
+        self._description = htcondor2.Submit(dict(items))
+        self._commands, self._custom = _commands(items)
+        self._submit_dir = submit_dir
+        self._owner = owner
+        self._submit_environment = submit_environment or {}
+
+    def build(self, cluster: int, proc: int, variables: dict[str, str]) -> classad2.ClassAd:
+        description = self._description
+        for name, value in {"ClusterId": cluster, "Cluster": cluster, "ProcId": proc,
+                            "Process": proc, **variables}.items():
+            description[name] = str(value)
+
+        def get(command: str, default: str | None = None) -> str | None:
+            key = self._commands.get(command)
+            return description.expand(key) if key is not None else default
+
+        ad = classad2.ClassAd()
+        now = int(time.time())
+        ad.update({"MyType": "Job", "ClusterId": cluster, "ProcId": proc, "Owner": self._owner,
+                   "User": f"{self._owner}@{platform.node()}", "QDate": now,
+                   "EnteredCurrentStatus": now, "NumJobStarts": 0, "NumJobCompletions": 0,
+                   "JobRunCount": 0, "NumShadowStarts": 0})
+        iwd = Path(self._submit_dir, get("initialdir") or get("iwd") or ".").resolve()
+        ad["Iwd"] = str(iwd)
+        self._set_universe(ad, get)
+        self._set_executable(ad, get, iwd)
+        self._set_arguments_and_environment(ad, get)
+        self._set_files(ad, get)
+        self._set_resources(ad, get)
+        for command, attribute in EXPRESSION_COMMANDS.items():
+            if get(command) is not None:
+                ad[attribute] = _expression(command, get(command))
+        for command, attribute in INTEGER_COMMANDS.items():
+            if get(command) is not None:
+                ad[attribute] = _integer(command, get(command))
+        for attribute, key in self._custom.items():
+            ad[attribute] = _expression(key, description.expand(key))
+        self._set_requirements(ad, get)
+        if _boolean("hold", get("hold", "false")):
+            ad.update({"JobStatus": HELD, "HoldReason": "submitted on hold at user's request",
+                       "HoldReasonCode": HOLD_CODE_SUBMITTED_ON_HOLD, "HoldReasonSubCode": 0})
+        else:
+            ad["JobStatus"] = IDLE
+        return ad
+
+    def _set_universe(self, ad, get):
+        universe = get("universe", "vanilla").strip().lower()
+        if universe not in UNIVERSES:
+            raise SubmitError(f"universe = {universe} is not supported by the embedded pool "
+                              f"(supported: {', '.join(UNIVERSES)})")
+        ad["JobUniverse"] = UNIVERSES[universe]
+        if universe == "container":
+            image = get("container_image")
+            if not image:
+                raise SubmitError("universe = container needs container_image")
+            ad["ContainerImage"] = image.strip()
+
+    def _set_executable(self, ad, get, iwd: Path):
+        executable = get("executable")
+        if not executable:
+            raise SubmitError("no executable: the submit description needs `executable = PATH`")
+        transfer = _boolean("transfer_executable", get("transfer_executable", "true"))
+        path = Path(iwd, executable)
+        if transfer and not path.is_file():
+            raise SubmitError(f"executable = {executable}: {path} does not exist")
+        ad["Cmd"] = str(path)
+        ad["TransferExecutable"] = transfer
+
+    def _set_arguments_and_environment(self, ad, get):
+        arguments = get("arguments")
+        try:
+            if arguments is not None:
+                # The ad keeps condor_submit's canonical new-syntax form in `Arguments`.
+                ad["Arguments"] = quoting.join_arguments(quoting.parse_arguments(arguments))
+            environment = {}
+            getenv = get("getenv", "false")
+            if getenv.strip().lower() in ("true", "yes", "1"):
+                environment.update(self._submit_environment)
+            elif getenv.strip().lower() not in ("false", "no", "0", ""):
+                # HTCondor 10+: getenv may list the variable names to import.
+                wanted = [name.strip() for name in getenv.split(",") if name.strip()]
+                environment.update({name: self._submit_environment[name] for name in wanted
+                                    if name in self._submit_environment})
+            if get("environment") is not None:
+                environment.update(quoting.parse_environment(get("environment")))
+        except quoting.QuotingError as error:
+            raise SubmitError(str(error)) from None
+        ad["Environment"] = quoting.join_environment(environment)
+
+    def _set_files(self, ad, get):
+        for command, attribute, default in (("input", "In", "/dev/null"),
+                                            ("output", "Out", "/dev/null"),
+                                            ("error", "Err", "/dev/null")):
+            ad[attribute] = get(command, default).strip()
+        if get("log"):
+            ad["UserLog"] = str(Path(ad["Iwd"], get("log").strip()))
+        should = get("should_transfer_files", "YES").strip().upper()
+        if should not in ("YES", "NO", "IF_NEEDED"):
+            raise SubmitError(f"should_transfer_files = {should} is invalid: use YES, NO or IF_NEEDED")
+        # One machine: IF_NEEDED finds the submit directory shared, so it means NO.
+        ad["ShouldTransferFiles"] = "YES" if should == "YES" else "NO"
+        ad["WhenToTransferOutput"] = get("when_to_transfer_output", "ON_EXIT").strip().upper()
+        for command, attribute in (("transfer_input_files", "TransferInput"),
+                                   ("transfer_output_files", "TransferOutput"),
+                                   ("transfer_checkpoint_files", "TransferCheckpoint"),
+                                   ("output_destination", "OutputDestination")):
+            if get(command) is not None:
+                ad[attribute] = get(command).strip()
+        remaps = get("transfer_output_remaps")
+        if remaps is not None:
+            remaps = remaps.strip().strip('"')
+            for entry in filter(None, (part.strip() for part in remaps.split(";"))):
+                if "=" not in entry:
+                    raise SubmitError(f"transfer_output_remaps: entry {entry!r} is not NAME = DESTINATION")
+            ad["TransferOutputRemaps"] = remaps
+        inputs = [Path(ad["Iwd"], name) for name in file_list(ad.get("TransferInput", ""))
+                  if "://" not in name]
+        # condor_submit's default request_disk is the job's DiskUsage: its input size.
+        ad["DiskUsage"] = max(1, sum(path.stat().st_size for path in inputs if path.is_file()) // 1024)
+
+    def _set_resources(self, ad, get):
+        try:
+            ad["RequestCpus"] = _integer("request_cpus", get("request_cpus", "1"))
+            ad["RequestMemory"] = units.memory_mib("request_memory", get("request_memory", "128"))
+            disk = get("request_disk")
+            ad["RequestDisk"] = units.disk_kib("request_disk", disk) if disk else ad["DiskUsage"]
+            gpus = _integer("request_gpus", get("request_gpus", "0"))
+            minimum_memory = get("gpus_minimum_memory")
+            minimum_capability = get("gpus_minimum_capability")
+        except units.SizeError as error:
+            raise SubmitError(str(error)) from None
+        if gpus:
+            ad["RequestGPUs"] = gpus
+        # As condor_submit: the GPU properties become RequireGPUs, matched per device.
+        clauses = []
+        if minimum_memory is not None:
+            try:
+                clauses.append(f"GlobalMemoryMb >= {units.memory_mib('gpus_minimum_memory', minimum_memory)}")
+            except units.SizeError as error:
+                raise SubmitError(str(error)) from None
+        if minimum_capability is not None:
+            clauses.append(f"Capability >= {_number('gpus_minimum_capability', minimum_capability)}")
+        if get("require_gpus") is not None:
+            clauses.append(f"({_expression('require_gpus', get('require_gpus'))})")
+        if clauses:
+            ad["RequireGPUs"] = classad2.ExprTree(" && ".join(clauses))
+
+    def _set_requirements(self, ad, get):
+        clauses = []
+        if get("requirements") is not None:
+            clauses.append(f"({_expression('requirements', get('requirements'))})")
+        clauses += [f'(TARGET.Arch == "{MACHINE_ARCH}")', '(TARGET.OpSys == "LINUX")',
+                    "(TARGET.Disk >= RequestDisk)", "(TARGET.Memory >= RequestMemory)",
+                    "(TARGET.Cpus >= RequestCpus)"]
+        if "RequestGPUs" in ad:
+            clauses.append("(TARGET.GPUs >= RequestGPUs)")
+            if "RequireGPUs" in ad:
+                clauses.append("(countMatches(MY.RequireGPUs, TARGET.AvailableGPUs) >= RequestGPUs)")
+        ad["Requirements"] = classad2.ExprTree(" && ".join(clauses))
+
+
+def build_cluster(items: dict[str, str], procs: list[dict[str, str]], *, cluster: int,
+                  submit_dir: str, owner: str, submit_environment: dict | None) -> list[classad2.ClassAd]:
+    """All job ads of one submit; raises SubmitError before anything is queued."""
+    if not procs:
+        raise SubmitError("the submit queues no jobs (count 0 and no itemdata)")
+    builder = ClusterBuilder(items, submit_dir=submit_dir, owner=owner,
+                             submit_environment=submit_environment)
+    return [builder.build(cluster, proc, variables) for proc, variables in enumerate(procs)]
+
+
+def environment_of(ad: classad2.ClassAd) -> dict[str, str]:
+    """The environment a job ad asks for."""
+    return quoting.parse_environment(f'"{ad.get("Environment", "")}"')
+
+
+def arguments_of(ad: classad2.ClassAd) -> list[str]:
+    """The argv (after the executable) a job ad asks for."""
+    return quoting.parse_arguments(f'"{ad.get("Arguments", "")}"')

@@ -1,0 +1,108 @@
+"""HTCondor's `arguments` and `environment` syntaxes, parsed properly.
+
+New syntax (the value is wrapped in double quotes): whitespace separates
+items, single quotes group whitespace into one item, `''` inside single quotes
+is a literal single quote, and `""` is a literal double quote. Old syntax
+(no surrounding double quotes): arguments split on whitespace; environment
+entries split on `;`. See the condor_submit manual, "arguments" and
+"environment".
+"""
+
+
+class QuotingError(ValueError):
+    """A value that condor_submit would refuse to parse."""
+
+
+def _is_new_syntax(value: str) -> bool:
+    text = value.strip()
+    return len(text) >= 2 and text.startswith('"') and text.endswith('"')
+
+
+def _split_new_syntax(command: str, body: str) -> list[str]:
+    items: list[str] = []
+    current: list[str] = []
+    in_item = False
+    in_single = False
+    i = 0
+    while i < len(body):
+        char = body[i]
+        following = body[i + 1] if i + 1 < len(body) else ""
+        if char == '"':
+            if following != '"':
+                raise QuotingError(
+                    f"{command}: a lone double quote inside the quoted value {body!r}; "
+                    'write "" for a literal double quote'
+                )
+            current.append('"')
+            in_item = True
+            i += 2
+            continue
+        if in_single:
+            if char == "'" and following == "'":
+                current.append("'")
+                i += 2
+                continue
+            if char == "'":
+                in_single = False
+            else:
+                current.append(char)
+        elif char == "'":
+            in_single = True
+            in_item = True
+        elif char.isspace():
+            if in_item:
+                items.append("".join(current))
+                current, in_item = [], False
+        else:
+            current.append(char)
+            in_item = True
+        i += 1
+    if in_single:
+        raise QuotingError(f"{command}: unterminated single quote in {body!r}")
+    if in_item:
+        items.append("".join(current))
+    return items
+
+
+def parse_arguments(value: str) -> list[str]:
+    """The argv (after the executable) that `arguments = value` gives the job."""
+    if _is_new_syntax(value):
+        return _split_new_syntax("arguments", value.strip()[1:-1])
+    if '"' in value:
+        raise QuotingError(
+            f"arguments = {value}: double quotes are only allowed in the new syntax, "
+            "where the whole value is enclosed in double quotes"
+        )
+    return value.split()
+
+
+def parse_environment(value: str) -> dict[str, str]:
+    """The variables that `environment = value` sets for the job."""
+    if _is_new_syntax(value):
+        entries = _split_new_syntax("environment", value.strip()[1:-1])
+    else:
+        entries = [entry.strip() for entry in value.split(";") if entry.strip()]
+    environment = {}
+    for entry in entries:
+        name, equals, setting = entry.partition("=")
+        if not equals or not name:
+            raise QuotingError(f"environment: entry {entry!r} is not NAME=VALUE")
+        environment[name] = setting
+    return environment
+
+
+def _quote_item(item: str) -> str:
+    escaped = item.replace('"', '""')
+    if item and not any(char.isspace() or char == "'" for char in item):
+        return escaped
+    return "'" + escaped.replace("'", "''") + "'"
+
+
+def join_arguments(argv: list[str]) -> str:
+    """The new-syntax body (without outer quotes) that parses back to `argv`."""
+    return " ".join(_quote_item(item) for item in argv)
+
+
+def join_environment(environment: dict[str, str]) -> str:
+    """The new-syntax body for `environment`, as HTCondor stores it in the job ad."""
+    return " ".join(_quote_item(f"{name}={value}") for name, value in environment.items())

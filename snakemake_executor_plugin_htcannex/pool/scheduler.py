@@ -1,0 +1,514 @@
+"""The pool's schedd, negotiator and shadows: all queue state, changed only here.
+
+The daemon calls these methods under one lock, from its request threads and
+from its cycle thread; every change to a job is saved to the store (one row)
+and reported in the job's user event log before the lock is released.
+"""
+import re
+import shutil
+import time
+from pathlib import Path
+
+import classad2
+
+from . import jobads, starter, transfer
+from .eventlog import UserLog
+from .slots import Annex, Slot, free_disk_kib, ordinary_slots
+from .states import (COMPLETED, HELD, HOLD_EXECUTE_DURATION, HOLD_JOB_POLICY_MEMORY,
+                     HOLD_MEMORY_SUBCODE, HOLD_PERIODIC_HOLD, HOLD_STARTER_ERROR,
+                     HOLD_TRANSFER_INPUT_FAILED, IDLE, NAMES, REMOVED, RUNNING)
+from .store import QueueStore
+
+ACTIONS = ("Hold", "Release", "Remove", "RemoveX", "Vacate", "VacateFast")
+PERIODIC_INTERVAL_S = 1.0  # HTCondor's PERIODIC_EXPR_INTERVAL, shortened for a test pool
+# Attributes a client may not edit: they identify the job or are the schedd's to change.
+PROTECTED_ATTRIBUTES = {"clusterid", "procid", "jobstatus", "mytype", "owner"}
+CONTAINER_UNIVERSE = 14
+
+
+class RequestError(ValueError):
+    """A client's request that cannot be carried out; the message says why."""
+
+
+def _key(ad: classad2.ClassAd) -> tuple[int, int]:
+    return ad["ClusterId"], ad["ProcId"]
+
+
+def _job_id(key: tuple[int, int]) -> str:
+    return f"{key[0]}.{key[1]}"
+
+
+def _constraint(text) -> classad2.ExprTree:
+    text = "true" if text is None or str(text).strip() == "" else str(text)
+    try:
+        return classad2.ExprTree(text)
+    except Exception:
+        raise RequestError(f"malformed constraint {text!r}: not a ClassAd expression") from None
+
+
+def _selected(ad: classad2.ClassAd, constraint: classad2.ExprTree) -> bool:
+    return constraint.eval(ad) is True
+
+
+def _project(ad: classad2.ClassAd, projection: list[str]) -> str:
+    if not projection:
+        return repr(ad)
+    projected = classad2.ClassAd()
+    for attribute in projection:
+        if attribute in ad:
+            projected[attribute] = ad.lookup(attribute)
+    return repr(projected)
+
+
+def _duration(seconds: int) -> str:
+    days, rest = divmod(int(seconds), 86400)
+    return f"{days}+{time.strftime('%H:%M:%S', time.gmtime(rest))}"
+
+
+class Scheduler:
+    def __init__(self, spool: Path, origin: Path, ordinary_slot_specs: list[dict]):
+        self.spool, self.origin = spool, origin
+        self.execute_dir = spool / "execute"
+        self.checkpoint_dir = spool / "checkpoints"
+        self.store = QueueStore(spool / "queue.sqlite3")
+        self.jobs = {_key(ad): ad for ad in self.store.jobs()}
+        self.running: dict[tuple[int, int], starter.RunningJob] = {}
+        self.disk_kib = free_disk_kib(spool)
+        self.ordinary = ordinary_slots(ordinary_slot_specs, self.disk_kib)
+        self.annexes = {spec["name"]: Annex(spec) for spec in self.store.annexes()}
+        self.fail_next_transfer = False
+        self.negotiate_needed = True
+        self._last_periodic = 0.0
+        self._recover()
+
+    # ---- start-up and shutdown
+
+    def _recover(self):
+        """Jobs a previous daemon was running go back to idle and run again, as after
+        a schedd restart without job reconnection; their leftover processes are killed."""
+        for ad in self.jobs.values():
+            if ad["JobStatus"] == RUNNING:
+                if "PoolProcessId" in ad:
+                    starter.kill_leftover(ad["PoolProcessId"], ad["PoolProcessCreateTime"])
+                self._become_idle_after_eviction(ad)
+        shutil.rmtree(self.execute_dir, ignore_errors=True)
+
+    def shutdown(self):
+        """Stop running jobs; they are evicted and run again when the pool next starts."""
+        for key in list(self.running):
+            self._stop(key, "the pool is shutting down")
+            self._become_idle_after_eviction(self.jobs[key])
+        self.store.close()
+
+    def has_work(self) -> bool:
+        """Whether the daemon must stay up: jobs that can still change state on their own."""
+        return any(ad["JobStatus"] in (IDLE, RUNNING) or "PeriodicRelease" in ad or "PeriodicRemove" in ad
+                   for ad in self.jobs.values())
+
+    # ---- client requests
+
+    def submit(self, items: dict, procs: list[dict], submit_dir: str, owner: str,
+               environment: dict | None) -> dict:
+        cluster = self.store.next_cluster_id()
+        try:
+            ads = jobads.build_cluster(items, procs, cluster=cluster, submit_dir=submit_dir,
+                                       owner=owner, submit_environment=environment)
+        except (jobads.SubmitError, OSError) as error:
+            raise RequestError(f"submit rejected, nothing queued: {error}") from None
+        self.store.save(*ads)
+        for ad in ads:
+            self.jobs[_key(ad)] = ad
+            log = UserLog(ad)
+            log.submitted()
+            if ad["JobStatus"] == HELD:
+                log.held(ad["HoldReason"], ad["HoldReasonCode"], ad["HoldReasonSubCode"])
+        self.negotiate_needed = True
+        return {"cluster": cluster, "first_proc": 0, "num_procs": len(ads)}
+
+    def _select(self, spec) -> list[classad2.ClassAd]:
+        if isinstance(spec, list):
+            return [ad for item in spec for ad in self._select(str(item))]
+        text = str(spec).strip()
+        if re.fullmatch(r"\d+\.\d+", text):
+            key = tuple(int(part) for part in text.split("."))
+            if key not in self.jobs:
+                raise RequestError(f"job {text} is not in the queue")
+            return [self.jobs[key]]
+        if re.fullmatch(r"\d+", text):
+            selected = [ad for key, ad in self.jobs.items() if key[0] == int(text)]
+            if not selected:
+                raise RequestError(f"cluster {text} has no jobs in the queue")
+            return selected
+        constraint = _constraint(text)
+        return [ad for ad in self.jobs.values() if _selected(ad, constraint)]
+
+    def act(self, action: str, spec, reason: str | None) -> dict:
+        if action not in ACTIONS:
+            raise RequestError(f"job action {action!r} is not supported by the embedded pool "
+                               f"(supported: {', '.join(ACTIONS)})")
+        reason = reason or "Python-initiated action"
+        done = skipped = 0
+        for ad in self._select(spec):
+            status = ad["JobStatus"]
+            if action == "Hold" and status in (IDLE, RUNNING):
+                self._hold(ad, reason, 1, 0)
+            elif action == "Release" and status == HELD:
+                self._release(ad, reason)
+            elif action in ("Remove", "RemoveX"):
+                self._remove(ad, reason)
+            elif action in ("Vacate", "VacateFast") and status == RUNNING:
+                self._evict(ad, reason)
+            else:
+                skipped += 1
+                continue
+            done += 1
+        return {"TotalSuccess": done, "TotalBadStatus": skipped, "TotalJobAds": done + skipped}
+
+    def edit(self, spec, attribute: str, value: str) -> int:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", attribute or ""):
+            raise RequestError(f"edit: {attribute!r} is not a ClassAd attribute name")
+        if attribute.lower() in PROTECTED_ATTRIBUTES:
+            raise RequestError(f"edit: attribute {attribute} is managed by the schedd and cannot be edited")
+        try:
+            expression = classad2.ExprTree(str(value))
+        except Exception:
+            raise RequestError(f"edit: value {value!r} for {attribute} is not a ClassAd expression") from None
+        selected = self._select(spec)
+        for ad in selected:
+            ad[attribute] = expression
+        self.store.save(*selected)
+        self.negotiate_needed = True
+        return len(selected)
+
+    def query(self, constraint, projection: list[str]) -> list[str]:
+        constraint = _constraint(constraint)
+        return [_project(ad, projection) for ad in self.jobs.values() if _selected(ad, constraint)]
+
+    def history(self, constraint, projection: list[str], match: int) -> list[str]:
+        constraint = _constraint(constraint)
+        found = []
+        for ad in self.store.history():
+            if _selected(ad, constraint):
+                found.append(_project(ad, projection))
+                if len(found) == match:
+                    break
+        return found
+
+    def slot_ads(self, constraint, projection: list[str]) -> list[str]:
+        constraint = _constraint(constraint)
+        return [_project(slot.ad, projection) for slot in self._slots() if _selected(slot.ad, constraint)]
+
+    def create_annex(self, spec: dict):
+        name = spec.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+            raise RequestError(f"create_annex: name {name!r} must be letters, digits, '.', '_' or '-'")
+        if name in self.annexes and self.annexes[name].state(time.time()) != "expired":
+            raise RequestError(f"create_annex: an annex named {name} already exists")
+        if not spec.get("owner"):
+            raise RequestError(f"create_annex {name}: owner is required (the annex only runs that owner's jobs)")
+        for field in ("nodes", "cpus", "memory_mb", "lifetime_s"):
+            if not isinstance(spec.get(field), (int, float)) or spec[field] <= 0:
+                raise RequestError(f"create_annex {name}: {field} must be a positive number, got {spec.get(field)!r}")
+        annex = Annex({**spec, "created": time.time()})
+        self.annexes[name] = annex
+        self.store.save_annex(annex.spec)
+
+    def remove_annex(self, name: str):
+        annex = self._annex(name)
+        self._retire_slots(annex, f"annex {name} was removed")
+        del self.annexes[name]
+        self.store.delete_annex(name)
+
+    def annex_summaries(self) -> list[dict]:
+        now = time.time()
+        return [annex.summary(now) for annex in self.annexes.values()]
+
+    def status(self) -> dict:
+        counts = {}
+        for ad in self.jobs.values():
+            counts[NAMES[ad["JobStatus"]]] = counts.get(NAMES[ad["JobStatus"]], 0) + 1
+        return {"jobs": counts, "annexes": self.annex_summaries(), "origin": str(self.origin)}
+
+    def inject_expire_annex(self, name: str):
+        annex = self._annex(name)
+        self._expire(annex)
+
+    def inject_fail_next_transfer(self):
+        self.fail_next_transfer = True
+
+    def inject_kill_job(self, job_id: str):
+        """The job's execute node crashes: the process dies and the job is evicted to idle."""
+        key = tuple(int(part) for part in str(job_id).split(".")) if re.fullmatch(r"\d+\.\d+", str(job_id)) else None
+        if key not in self.running:
+            raise RequestError(f"inject_kill_job: job {job_id} is not running")
+        self._evict(self.jobs[key], "the execute node crashed (injected fault)")
+
+    # ---- state changes (each saved and logged)
+
+    def _set_status(self, ad: classad2.ClassAd, status: int):
+        ad["LastJobStatus"] = ad["JobStatus"]
+        ad["JobStatus"] = status
+        ad["EnteredCurrentStatus"] = int(time.time())
+
+    def _stop(self, key: tuple[int, int], why: str) -> Slot | None:
+        """Kill a running job's process and free its slot; returns the slot."""
+        running = self.running.pop(key, None)
+        if running is None:
+            return None
+        running.kill(why)
+        return self._release_slot(running)
+
+    def _release_slot(self, running: starter.RunningJob) -> Slot | None:
+        shutil.rmtree(running.sandbox, ignore_errors=True)
+        self.negotiate_needed = True
+        for slot in self._slots():
+            if slot.name == running.slot_name:
+                slot.job = None
+                slot.ad.update({"State": "Unclaimed", "Activity": "Idle"})
+                return slot
+        return None
+
+    def _become_idle_after_eviction(self, ad: classad2.ClassAd):
+        for attribute in ("RemoteHost", "PoolProcessId", "PoolProcessCreateTime"):
+            if attribute in ad:
+                del ad[attribute]
+        self._set_status(ad, IDLE)
+        UserLog(ad).evicted()
+        self.store.save(ad)
+        self.negotiate_needed = True
+
+    def _evict(self, ad: classad2.ClassAd, why: str):
+        self._stop(_key(ad), why)
+        ad["LastVacateReason"] = why
+        self._become_idle_after_eviction(ad)
+
+    def _hold(self, ad: classad2.ClassAd, reason: str, code: int, subcode: int):
+        self._stop(_key(ad), reason)
+        ad.update({"HoldReason": reason, "HoldReasonCode": code, "HoldReasonSubCode": subcode})
+        self._set_status(ad, HELD)
+        UserLog(ad).held(reason, code, subcode)
+        self.store.save(ad)
+
+    def _release(self, ad: classad2.ClassAd, reason: str):
+        for attribute in ("HoldReason", "HoldReasonCode", "HoldReasonSubCode"):
+            if attribute in ad:
+                ad[f"Last{attribute}"] = ad.lookup(attribute)
+                del ad[attribute]
+        self._set_status(ad, IDLE)
+        UserLog(ad).released(reason)
+        self.store.save(ad)
+        self.negotiate_needed = True
+
+    def _remove(self, ad: classad2.ClassAd, reason: str):
+        self._stop(_key(ad), reason)
+        ad["RemoveReason"] = reason
+        self._set_status(ad, REMOVED)
+        UserLog(ad).aborted(reason)
+        self._retire(ad)
+
+    def _retire(self, ad: classad2.ClassAd):
+        self.store.retire(ad)
+        del self.jobs[_key(ad)]
+
+    # ---- annexes
+
+    def _annex(self, name: str) -> Annex:
+        if name not in self.annexes:
+            raise RequestError(f"no annex named {name!r} (annexes: {', '.join(self.annexes) or 'none'})")
+        return self.annexes[name]
+
+    def _slots(self):
+        yield from self.ordinary
+        for annex in self.annexes.values():
+            yield from annex.slots
+
+    def _retire_slots(self, annex: Annex, why: str):
+        for slot in annex.slots:
+            if slot.job is not None:
+                self._evict(self.jobs[slot.job], why)
+        annex.slots = []
+
+    def _expire(self, annex: Annex):
+        self._retire_slots(annex, f"annex {annex.name} reached the end of its lifetime")
+        annex.spec["expired"] = True
+        self.store.save_annex(annex.spec)
+
+    def _annex_lifecycle(self, now: float):
+        for annex in self.annexes.values():
+            state = annex.state(now)
+            if state == "up" and not annex.slots:
+                annex.bring_up(self.disk_kib)
+                self.negotiate_needed = True
+            if state == "up" and now >= annex.ends_at():
+                self._expire(annex)
+
+    # ---- running jobs
+
+    def _checkpoint_dir(self, key: tuple[int, int]) -> Path:
+        return self.checkpoint_dir / _job_id(key)
+
+    def _check_container_image(self, ad: classad2.ClassAd):
+        image = ad["ContainerImage"]
+        if image.startswith(transfer.OSDF_PREFIX):
+            path = transfer.origin_path(self.origin, image)
+        elif "://" in image:
+            return  # a registry image (docker://...): nothing here can check it
+        else:
+            path = Path(ad["Iwd"], image)
+        if not path.exists():
+            raise transfer.TransferError(
+                HOLD_TRANSFER_INPUT_FAILED, 2,
+                f"Transfer input files failure: container_image {image} does not exist ({path})")
+
+    def _start(self, ad: classad2.ClassAd, slot: Slot):
+        key = _key(ad)
+        ad["NumJobStarts"] += 1
+        ad["JobRunCount"] += 1
+        ad["NumShadowStarts"] += 1
+        sandbox = self.execute_dir / f"dir_{key[0]}_{key[1]}_{ad['NumShadowStarts']}"
+        log = UserLog(ad)
+        try:
+            if ad["JobUniverse"] == CONTAINER_UNIVERSE:
+                self._check_container_image(ad)
+            if ad["ShouldTransferFiles"] == "YES":
+                log.transfer("input", finished=False)
+                if self.fail_next_transfer:
+                    self.fail_next_transfer = False
+                    raise transfer.TransferError(
+                        HOLD_TRANSFER_INPUT_FAILED, 110,
+                        f"Transfer input files failure (injected fault) for job {_job_id(key)}")
+                transfer.stage_in(ad, sandbox, self.origin, self._checkpoint_dir(key))
+                log.transfer("input", finished=True)
+                before = transfer.snapshot(sandbox)
+            else:
+                sandbox.mkdir(parents=True)
+                before = {}
+            running = starter.launch(ad, slot.ad, sandbox, before)
+        except transfer.TransferError as error:
+            shutil.rmtree(sandbox, ignore_errors=True)
+            self._hold(ad, str(error), error.code, error.subcode)
+            return
+        except OSError as error:
+            shutil.rmtree(sandbox, ignore_errors=True)
+            self._hold(ad, f"Error from {slot.name}: Failed to execute '{ad['Cmd']}': {error}",
+                       HOLD_STARTER_ERROR, error.errno or 0)
+            return
+        now = int(time.time())
+        self.running[key] = running
+        slot.job = key
+        slot.ad.update({"State": "Claimed", "Activity": "Busy", "RemoteOwner": ad["Owner"],
+                        "JobId": _job_id(key)})
+        if "JobStartDate" not in ad:
+            ad["JobStartDate"] = now
+        ad.update({"RemoteHost": slot.name, "JobCurrentStartDate": now,
+                   "JobCurrentStartExecutingDate": now, "PoolProcessId": running.process.pid,
+                   "PoolProcessCreateTime": running.create_time})
+        if "AnnexName" in slot.ad:
+            ad["MachineAttrAnnexName0"] = slot.ad["AnnexName"]
+        self._set_status(ad, RUNNING)
+        log.executing(slot.ad, str(sandbox))
+        self.store.save(ad)
+
+    def _exited(self, running: starter.RunningJob, returncode: int):
+        key = running.key
+        ad = self.jobs[key]
+        del self.running[key]
+        slot = next(slot for slot in self._slots() if slot.name == running.slot_name)
+        log = UserLog(ad)
+        if "CheckpointExitCode" in ad and returncode == ad["CheckpointExitCode"]:
+            # Self-checkpointing job: keep its checkpoint and start it again on the same slot.
+            transfer.save_checkpoint(ad, running.sandbox, self._checkpoint_dir(key))
+            self._release_slot(running)
+            self._start(ad, slot)
+            return
+        if ad["ShouldTransferFiles"] == "YES":
+            log.transfer("output", finished=False)
+            try:
+                transfer.stage_out(ad, running.sandbox, self.origin, running.inputs_before)
+            except transfer.TransferError as error:
+                self._release_slot(running)
+                self._hold(ad, str(error), error.code, error.subcode)
+                return
+            log.transfer("output", finished=True)
+        self._release_slot(running)
+        ad["NumJobCompletions"] += 1
+        if returncode < 0:
+            ad.update({"ExitBySignal": True, "ExitSignal": -returncode})
+            log.terminated(None, signal=-returncode)
+        else:
+            ad.update({"ExitBySignal": False, "ExitCode": returncode})
+            retries = ad.get("JobMaxRetries")
+            if returncode != 0 and retries is not None and ad["NumJobCompletions"] <= retries:
+                log.requeued_after_exit(returncode)
+                self._set_status(ad, IDLE)
+                self.store.save(ad)
+                return
+            log.terminated(returncode)
+        ad["CompletionDate"] = int(time.time())
+        shutil.rmtree(self._checkpoint_dir(key), ignore_errors=True)
+        self._set_status(ad, COMPLETED)
+        self._retire(ad)
+
+    def _monitor(self, now: float):
+        for key, running in list(self.running.items()):
+            returncode = running.poll()
+            if returncode is not None:
+                self._exited(running, returncode)
+                continue
+            ad = self.jobs[key]
+            rss_kib = running.rss_kib()
+            if rss_kib > running.reported_rss_kib * 1.1:
+                running.reported_rss_kib = rss_kib
+                memory_mb = -(-rss_kib // 1024)
+                ad.update({"ResidentSetSize": rss_kib, "MemoryUsage": memory_mb, "ImageSize": rss_kib})
+                UserLog(ad).image_size(rss_kib, memory_mb, rss_kib)
+            if rss_kib / 1024 > ad["RequestMemory"]:
+                self._hold(ad, f"Job has gone over cgroup memory limit of {ad['RequestMemory']} megabytes. "
+                               f"Peak usage: {running.peak_rss_kib // 1024} megabytes.  "
+                               "Consider resubmitting with a higher request_memory.",
+                           HOLD_JOB_POLICY_MEMORY, HOLD_MEMORY_SUBCODE)
+                continue
+            allowed = ad.get("AllowedExecuteDuration")
+            if allowed is not None and now - running.started > allowed:
+                self._hold(ad, f"The job exceeded allowed execute duration of {_duration(allowed)}",
+                           HOLD_EXECUTE_DURATION, 0)
+
+    def _periodic(self, now: float):
+        if now - self._last_periodic < PERIODIC_INTERVAL_S:
+            return
+        self._last_periodic = now
+        for ad in list(self.jobs.values()):
+            status = ad["JobStatus"]
+            if "PeriodicRemove" in ad and ad.eval("PeriodicRemove") is True:
+                self._remove(ad, f"The job attribute PeriodicRemove expression "
+                                 f"'{ad.lookup('PeriodicRemove')}' evaluated to TRUE")
+            elif status == HELD and "PeriodicRelease" in ad and ad.eval("PeriodicRelease") is True:
+                self._release(ad, f"The job attribute PeriodicRelease expression "
+                                  f"'{ad.lookup('PeriodicRelease')}' evaluated to TRUE")
+            elif status in (IDLE, RUNNING) and "PeriodicHold" in ad and ad.eval("PeriodicHold") is True:
+                self._hold(ad, f"The job attribute PeriodicHold expression "
+                               f"'{ad.lookup('PeriodicHold')}' evaluated to TRUE", HOLD_PERIODIC_HOLD, 0)
+
+    def _negotiate(self):
+        """Match idle jobs, oldest first, to free slots (both sides' Requirements, via classad2)."""
+        self.negotiate_needed = False
+        free = [slot for slot in self._slots() if slot.job is None]
+        for ad in list(self.jobs.values()):
+            if not free:
+                return
+            if ad["JobStatus"] != IDLE:
+                continue
+            for slot in free:
+                if ad.symmetricMatch(slot.ad):
+                    free.remove(slot)
+                    self._start(ad, slot)
+                    break
+
+    def cycle(self):
+        """One pass of everything that happens without a client asking."""
+        now = time.time()
+        self._annex_lifecycle(now)
+        self._monitor(now)
+        self._periodic(now)
+        if self.negotiate_needed:
+            self._negotiate()

@@ -1,0 +1,101 @@
+"""Execute slots: the pool's ordinary slots and the annexes' slots, as ClassAds.
+
+Slots are static (one job per slot; no partitionable slots). Annex slots use
+the START expression of HTCondor's annexes: only jobs that name the annex in
+`TargetAnnexName` and belong to the annex's owner. Ordinary slots take only
+jobs that target no annex, so a job aimed at an annex that is not up waits
+for it, as on a real access point.
+"""
+import platform
+import shutil
+import time
+from dataclasses import dataclass, field
+
+import classad2
+
+from .jobads import MACHINE_ARCH
+
+ANNEX_START = '(MY.AnnexName =?= TARGET.TargetAnnexName) && (TARGET.Owner == "{owner}")'
+ORDINARY_START = "(TARGET.TargetAnnexName is undefined)"
+
+
+@dataclass
+class Slot:
+    ad: classad2.ClassAd
+    job: tuple[int, int] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.ad["Name"]
+
+
+def _slot_ad(*, name: str, machine: str, cpus: int, memory_mb: int, gpus: int,
+             gpu_memory_mb: int, gpu_capability: float, start: str, disk_kib: int,
+             extra: dict) -> classad2.ClassAd:
+    ad = classad2.ClassAd({
+        "MyType": "Machine", "Name": name, "Machine": machine, "Arch": MACHINE_ARCH,
+        "OpSys": "LINUX", "Cpus": cpus, "Memory": memory_mb, "Disk": disk_kib, "GPUs": gpus,
+        "State": "Unclaimed", "Activity": "Idle", "DaemonStartTime": int(time.time()), **extra,
+    })
+    if gpus:
+        ad["GPUs_GlobalMemoryMb"] = gpu_memory_mb
+        ad["GPUs_Capability"] = gpu_capability
+        devices = ", ".join(f'[ Id = "GPU-{i}"; GlobalMemoryMb = {gpu_memory_mb}; '
+                            f"Capability = {gpu_capability} ]" for i in range(gpus))
+        ad["AvailableGPUs"] = classad2.ExprTree("{ " + devices + " }")
+    ad["Start"] = classad2.ExprTree(start)
+    ad["Requirements"] = classad2.ExprTree("START")
+    return ad
+
+
+def free_disk_kib(path) -> int:
+    return shutil.disk_usage(path).free // 1024
+
+
+def ordinary_slots(specs: list[dict], disk_kib: int) -> list[Slot]:
+    """The pool's own slots, for jobs that target no annex."""
+    host = platform.node() or "localhost"
+    return [Slot(_slot_ad(name=f"slot{i}@{host}", machine=host, cpus=spec["cpus"],
+                          memory_mb=spec["memory_mb"], gpus=spec.get("gpus", 0),
+                          gpu_memory_mb=spec.get("gpu_memory_mb", 0),
+                          gpu_capability=spec.get("gpu_capability", 0.0),
+                          start=ORDINARY_START, disk_kib=disk_kib, extra={}))
+            for i, spec in enumerate(specs, start=1)]
+
+
+@dataclass
+class Annex:
+    """A named set of slots that comes up after a delay and expires after its lifetime."""
+    spec: dict
+    slots: list[Slot] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.spec["name"]
+
+    def up_at(self) -> float:
+        return self.spec["created"] + self.spec["startup_delay_s"]
+
+    def ends_at(self) -> float:
+        return self.up_at() + self.spec["lifetime_s"]
+
+    def state(self, now: float) -> str:
+        if self.spec.get("expired"):
+            return "expired"
+        if not self.spec["comes_up"] or now < self.up_at():
+            return "pending"
+        return "up"
+
+    def bring_up(self, disk_kib: int):
+        spec = self.spec
+        self.slots = [
+            Slot(_slot_ad(name=f"slot1@{spec['name']}-host{node}", machine=f"{spec['name']}-host{node}",
+                          cpus=spec["cpus"], memory_mb=spec["memory_mb"], gpus=spec["gpus"],
+                          gpu_memory_mb=spec["gpu_memory_mb"], gpu_capability=spec["gpu_capability"],
+                          start=ANNEX_START.format(owner=spec["owner"]), disk_kib=disk_kib,
+                          extra={"AnnexName": spec["name"], "AnnexLifetimeEnd": int(self.ends_at())}))
+            for node in range(1, spec["nodes"] + 1)]
+
+    def summary(self, now: float) -> dict:
+        return {**self.spec, "state": self.state(now), "slots": [slot.name for slot in self.slots],
+                "busy": sum(slot.job is not None for slot in self.slots)}

@@ -1,0 +1,123 @@
+"""Runs one job as a real process, as HTCondor's condor_starter does.
+
+The process gets its own session (so killing it takes its whole tree, and
+killing the client or the daemon's terminal does not reach it), cwd = the
+sandbox (or Iwd without file transfer), the environment the job asked for plus
+what the starter sets (`_CONDOR_SCRATCH_DIR`, `TMPDIR`, `OMP_NUM_THREADS`, ...),
+and stdout/stderr captured in the sandbox for transfer back.
+"""
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import classad2
+import psutil
+
+from . import jobads, transfer
+
+
+@dataclass
+class RunningJob:
+    key: tuple[int, int]
+    process: subprocess.Popen
+    sandbox: Path
+    slot_name: str
+    started: float
+    create_time: float  # with the pid, identifies the process after a daemon restart
+    inputs_before: dict = field(default_factory=dict)
+    peak_rss_kib: int = 0
+    reported_rss_kib: int = 0
+    stopping: str | None = None  # why the pool killed it, if it did
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def rss_kib(self) -> int:
+        """Resident memory of the job's whole process tree (what a cgroup would charge)."""
+        try:
+            root = psutil.Process(self.process.pid)
+            tree = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return 0
+        total = 0
+        for process in tree:
+            try:
+                total += process.memory_info().rss
+            except psutil.NoSuchProcess:
+                pass
+        self.peak_rss_kib = max(self.peak_rss_kib, total // 1024)
+        return total // 1024
+
+    def kill(self, why: str):
+        self.stopping = why
+        kill_process_group(self.process.pid)
+        self.process.wait()
+
+
+def kill_process_group(pid: int):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_leftover(pid: int, create_time: float):
+    """Kill a job process a previous daemon left running, if it is really that process."""
+    try:
+        process = psutil.Process(pid)
+        if abs(process.create_time() - create_time) < 0.01:
+            kill_process_group(pid)
+    except psutil.NoSuchProcess:
+        pass
+
+
+def _environment(job: classad2.ClassAd, slot: classad2.ClassAd, scratch: Path) -> dict[str, str]:
+    environment = jobads.environment_of(job)
+    cpus = str(job.get("RequestCpus", 1))
+    environment.update({
+        "_CONDOR_SCRATCH_DIR": str(scratch), "TMPDIR": str(scratch), "TEMP": str(scratch),
+        "TMP": str(scratch), "_CONDOR_SLOT": slot["Name"].split("@")[0],
+        "_CONDOR_JOB_AD": str(scratch / transfer.JOB_AD),
+        "_CONDOR_MACHINE_AD": str(scratch / transfer.MACHINE_AD),
+        "OMP_NUM_THREADS": cpus, "MKL_NUM_THREADS": cpus, "BATCH_SYSTEM": "HTCondor",
+    })
+    if job.get("RequestGPUs", 0):
+        environment["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(job["RequestGPUs"]))
+    return environment
+
+
+def launch(job: classad2.ClassAd, slot: classad2.ClassAd, sandbox: Path,
+           inputs_before: dict) -> RunningJob:
+    """Start the job's process. `sandbox` is the scratch directory; it is also the cwd,
+    except without file transfer (shared filesystem), where the job runs in Iwd."""
+    iwd = Path(job["Iwd"])
+    transfers = job["ShouldTransferFiles"] == "YES"
+    executable = Path(job["Cmd"])
+    if transfers and job.get("TransferExecutable", True):
+        executable = sandbox / executable.name
+    (sandbox / transfer.JOB_AD).write_text(repr(job) + "\n")
+    (sandbox / transfer.MACHINE_AD).write_text(repr(slot) + "\n")
+
+    def stream(path: Path, mode: str, name: str):
+        return subprocess.DEVNULL if name == "/dev/null" else streams.enter_context(open(path, mode))
+
+    # The child has its own copies of the descriptors; ours close when Popen returns.
+    with contextlib.ExitStack() as streams:
+        if transfers:
+            stdout = stream(sandbox / transfer.STDOUT, "wb", transfer.STDOUT)
+            stderr = stream(sandbox / transfer.STDERR, "wb", transfer.STDERR)
+        else:
+            stdout = stream(iwd / job["Out"], "ab", job["Out"])
+            stderr = stream(iwd / job["Err"], "ab", job["Err"])
+        process = subprocess.Popen([str(executable), *jobads.arguments_of(job)],
+                                   cwd=sandbox if transfers else iwd,
+                                   env=_environment(job, slot, sandbox),
+                                   stdin=stream(iwd / job["In"], "rb", job["In"]),
+                                   stdout=stdout, stderr=stderr, start_new_session=True)
+    return RunningJob(key=(job["ClusterId"], job["ProcId"]), process=process, sandbox=sandbox,
+                      slot_name=slot["Name"], started=time.time(),
+                      create_time=psutil.Process(process.pid).create_time(), inputs_before=inputs_before)

@@ -1,0 +1,152 @@
+"""File transfer between the submit side (Iwd), a job's sandbox and the OSDF origin.
+
+As HTCondor's file transfer: only `transfer_input_files` (plus the executable
+and saved checkpoint files) go into the sandbox; a directory listed with a
+trailing slash sends its contents; outputs come back to Iwd by base name, or
+to `output_destination`, or where `transfer_output_remaps` says. `osdf:///p`
+names `<origin>/p` (the pool's stand-in for an OSDF origin and its caches).
+"""
+import os
+import shutil
+from pathlib import Path
+
+import classad2
+
+from .jobads import file_list
+from .states import HOLD_TRANSFER_INPUT_FAILED, HOLD_TRANSFER_OUTPUT_FAILED
+
+OSDF_PREFIX = "osdf://"
+STDOUT, STDERR = "_condor_stdout", "_condor_stderr"
+JOB_AD, MACHINE_AD = ".job.ad", ".machine.ad"
+# Files the starter itself puts in the sandbox: never outputs or checkpoint files.
+STARTER_FILES = {STDOUT, STDERR, JOB_AD, MACHINE_AD}
+
+
+class TransferError(Exception):
+    """A failed transfer; carries the hold code HTCondor would use."""
+
+    def __init__(self, code: int, subcode: int, message: str):
+        super().__init__(message)
+        self.code, self.subcode = code, subcode
+
+
+def origin_path(origin: Path, url: str) -> Path:
+    """`osdf:///a/b` (or `osdf://a/b`) -> origin/a/b, refusing paths that leave the origin."""
+    relative = url[len(OSDF_PREFIX):].lstrip("/")
+    path = (origin / relative).resolve()
+    if origin.resolve() not in (path, *path.parents):
+        raise ValueError(f"{url} points outside the OSDF origin")
+    return path
+
+
+def _copy(source: Path, destination: Path):
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        shutil.copytree(source, destination, dirs_exist_ok=True)
+    else:
+        shutil.copy2(source, destination)
+
+
+def _input_failure(job, name: str, why: str) -> TransferError:
+    return TransferError(
+        HOLD_TRANSFER_INPUT_FAILED, 2,
+        f"Transfer input files failure at execution point while receiving files from the "
+        f"access point. Details: reading from file {name}: {why} (job {job['ClusterId']}.{job['ProcId']})")
+
+
+def _output_failure(job, name: str, why: str) -> TransferError:
+    return TransferError(
+        HOLD_TRANSFER_OUTPUT_FAILED, 2,
+        f"Transfer output files failure at execution point while sending files to the "
+        f"access point. Details: reading from file {name}: {why} (job {job['ClusterId']}.{job['ProcId']})")
+
+
+def stage_in(job: classad2.ClassAd, sandbox: Path, origin: Path, checkpoint_dir: Path | None):
+    """Fill a fresh sandbox with what the job declared, plus its last checkpoint."""
+    iwd = Path(job["Iwd"])
+    sandbox.mkdir(parents=True)
+    for name in file_list(job.get("TransferInput", "")):
+        try:
+            source = origin_path(origin, name) if name.startswith(OSDF_PREFIX) else iwd / name
+        except ValueError as error:
+            raise _input_failure(job, name, str(error)) from None
+        if not source.exists():
+            raise _input_failure(job, name, "(errno 2) No such file or directory")
+        if source.is_dir() and name.endswith("/"):
+            _copy(source, sandbox)
+        else:
+            _copy(source, sandbox / source.name)
+    if job.get("TransferExecutable", True):
+        executable = Path(job["Cmd"])
+        if not executable.is_file():
+            raise _input_failure(job, str(executable), "(errno 2) No such file or directory")
+        _copy(executable, sandbox / executable.name)
+        os.chmod(sandbox / executable.name, 0o755)
+    if checkpoint_dir is not None and checkpoint_dir.is_dir():
+        _copy(checkpoint_dir, sandbox)
+
+
+def snapshot(sandbox: Path) -> dict[str, tuple[float, int]]:
+    """Top-level files and their (mtime, size): what "new or changed" is judged against."""
+    return {entry.name: (entry.stat().st_mtime, entry.stat().st_size)
+            for entry in sandbox.iterdir() if entry.is_file()}
+
+
+def _remaps(job) -> dict[str, str]:
+    pairs = (entry.split("=", 1) for entry in job.get("TransferOutputRemaps", "").split(";") if "=" in entry)
+    return {name.strip(): destination.strip() for name, destination in pairs}
+
+
+def _destination(job, origin: Path, name: str) -> Path:
+    iwd = Path(job["Iwd"])
+    remapped = _remaps(job).get(name)
+    if remapped is not None:
+        return origin_path(origin, remapped) if remapped.startswith(OSDF_PREFIX) else iwd / remapped
+    base = Path(name).name
+    destination = job.get("OutputDestination")
+    if destination:
+        return (origin_path(origin, destination) if destination.startswith(OSDF_PREFIX)
+                else iwd / destination) / base
+    return iwd / base
+
+
+def output_names(job, sandbox: Path, before: dict) -> list[str]:
+    """Declared outputs, or (none declared) the new or changed top-level files."""
+    declared = job.get("TransferOutput")
+    if declared is not None:
+        return file_list(declared)
+    skip = STARTER_FILES | {Path(job["Cmd"]).name if job.get("TransferExecutable", True) else None}
+    return sorted(name for name, stamp in snapshot(sandbox).items()
+                  if name not in skip and before.get(name) != stamp)
+
+
+def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict):
+    """Send the job's outputs back; a declared output that is missing fails the transfer."""
+    for name in output_names(job, sandbox, before):
+        source = sandbox / name
+        if not source.exists():
+            raise _output_failure(job, str(source), "(errno 2) No such file or directory")
+        try:
+            _copy(source, _destination(job, origin, name))
+        except (OSError, ValueError) as error:
+            raise _output_failure(job, str(source), str(error)) from None
+    iwd = Path(job["Iwd"])
+    for captured, attribute in ((STDOUT, "Out"), (STDERR, "Err")):
+        if job[attribute] != "/dev/null" and (sandbox / captured).exists():
+            _copy(sandbox / captured, iwd / job[attribute])
+
+
+def save_checkpoint(job: classad2.ClassAd, sandbox: Path, checkpoint_dir: Path):
+    """Keep the files a self-checkpointing job names (all top-level files if it names none)."""
+    names = file_list(job.get("TransferCheckpoint", job.get("TransferOutput", "")))
+    if not names:
+        names = [entry.name for entry in sandbox.iterdir() if entry.name not in STARTER_FILES]
+    staging = checkpoint_dir.with_name(checkpoint_dir.name + ".new")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name in names:
+        if (sandbox / name).exists():
+            _copy(sandbox / name, staging / name)
+    # Swap whole directories so a crash never leaves a half-written checkpoint.
+    shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    staging.rename(checkpoint_dir)
