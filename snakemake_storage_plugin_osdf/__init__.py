@@ -192,7 +192,9 @@ class StorageObject(StorageObjectRead, StorageObjectWrite):
         return None
 
     def cleanup(self):
-        pass
+        # Snakemake deletes its local copy of the object; the sidecar is ours.
+        if not self.backend.committed_by_htcondor:
+            integrity.sidecar_of(self.local_path()).unlink(missing_ok=True)
 
     def exists(self) -> bool:
         return self._committed_info() is not None
@@ -255,7 +257,7 @@ class StorageObject(StorageObjectRead, StorageObjectWrite):
         aside so that the job producing it can write the name again.
         """
         info = self.backend.info(self.path)
-        if info is None or not self.backend.requires_sidecar:
+        if info is None or self.backend.committed_by_htcondor:
             return info
         if self.backend.info(self.sidecar_path) is None:
             self._set_aside(integrity.MissingChecksumError(self.query))

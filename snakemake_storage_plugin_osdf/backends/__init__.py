@@ -24,9 +24,10 @@ class ObjectInfo:
 class Backend(Protocol):
     #: how messages name this backend, e.g. "the local origin /srv/origin"
     where: str
-    #: whether an object counts only once its sidecar is there. False in a job
-    #: sandbox, where outputs are committed by HTCondor's transfer after the job.
-    requires_sidecar: bool
+    #: True in a job sandbox: outputs are committed by HTCondor's transfer after the
+    #: job exits, so a lookup does not demand the sidecar yet, and the local copies
+    #: (what HTCondor will send) must never be cleaned up.
+    committed_by_htcondor: bool
 
     def info(self, path: str) -> Optional[ObjectInfo]:
         """Size and mtime of the object, or None if there is none."""

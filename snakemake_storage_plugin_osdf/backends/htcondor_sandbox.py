@@ -22,7 +22,7 @@ from snakemake_storage_plugin_osdf.backends import ObjectInfo
 
 
 class HTCondorSandbox:
-    requires_sidecar = False
+    committed_by_htcondor = True
 
     def __init__(self, storage_dir: Path, scratch_dir: Path):
         self.storage_dir = storage_dir

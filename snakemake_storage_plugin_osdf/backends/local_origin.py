@@ -21,7 +21,7 @@ SET_ASIDE_SUFFIX = ".corrupt"
 
 
 class LocalOrigin:
-    requires_sidecar = True
+    committed_by_htcondor = False
 
     def __init__(self, root: Path):
         self.root = root

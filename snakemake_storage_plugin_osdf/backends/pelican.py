@@ -17,7 +17,7 @@ from snakemake_storage_plugin_osdf.backends.tokens import redact
 
 
 class PelicanFederation:
-    requires_sidecar = True
+    committed_by_htcondor = False
 
     def __init__(self, discovery_url: str, token: Optional[str]):
         self.discovery_url = discovery_url

@@ -1,0 +1,3 @@
+rule all:
+    input:
+        storage.osdf("osdf:///ospool/ap40/data/jdoe/protein_lm/never-written.pt"),
