@@ -1,0 +1,409 @@
+"""A Snakemake job, as a plain `JobSpec`, -> an `htcondor2.Submit`.
+
+The executor turns each Snakemake job into a `JobSpec` and calls
+`build_submit(spec, site, options)`. Nothing here imports Snakemake.
+
+Why the choices below (details in docs/sites.md, "From a job to a submit"):
+- The command is kept as an argv: `executable` is argv[0] (a program on the
+  execute node, so `transfer_executable = false`) and `arguments` uses
+  HTCondor's new syntax, which quotes every element exactly (spaces, single
+  and double quotes survive); no wrapper script is written.
+- Values reach the submit language verbatim, and that language is line based
+  and expands `$(...)` macros, so every value from a wildcard, param, config
+  or resource is checked: control characters (a newline would start a new
+  submit command) are refused, and `$` is written as `$(DOLLAR)` so that
+  `$ENV(...)` or `$(Cluster)` in a value stay literal.
+- No shared filesystem is assumed: inputs and the workflow sources go in
+  `transfer_input_files`, outputs in `transfer_output_files`, and
+  `preserve_relative_paths = true` keeps `results/run1/ckpt_3.pt` at that
+  path both in the sandbox and back in the initial directory (without it
+  HTCondor flattens every file to its basename).
+- `when_to_transfer_output = ON_EXIT`: a chunk is atomic (it restarts from
+  the previous checkpoint, an input), so nothing is saved from an eviction.
+"""
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import classad2
+import htcondor2
+import yaml
+
+from .sites import ResourceRequest, Site
+from .units import UnitError, format_duration_s, parse_duration_s, parse_size_mib
+
+MEDIUM_LIMIT_S = 20 * 3600  # OSPool's JobDurationCategory limits
+LONG_LIMIT_S = 40 * 3600
+RULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+CUSTOM_ATTRIBUTE = re.compile(r"(?:MY\.|\+)(?P<name>[A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+GPU_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _-]*")
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+CONTAINER_IMAGE = re.compile(r"(?:osdf://|docker://)?[^\s,]+")
+
+# Submit keywords the `htcannex_submit` escape hatch may set. Those htcannex
+# sets itself are left out on purpose (see OWNED_BY_RESOURCE).
+EXTRA_KEYWORDS = frozenset({
+    "accounting_group", "accounting_group_user", "allowed_job_duration", "batch_name",
+    "checkpoint_exit_code", "concurrency_limits", "container_service_names", "container_target_dir",
+    "cuda_version", "gpus_maximum_capability", "gpus_minimum_runtime", "job_machine_attrs",
+    "job_max_vacate_time", "max_retries", "max_transfer_input_mb", "max_transfer_output_mb",
+    "notification", "notify_user", "on_exit_hold", "on_exit_remove", "periodic_hold",
+    "periodic_release", "periodic_remove", "priority", "rank", "require_gpus", "requirements",
+    "retry_until", "starter_debug", "stream_error", "stream_output", "success_exit_code",
+    "transfer_checkpoint_files", "want_graceful_removal",
+})
+EXPRESSION_KEYWORDS = frozenset({
+    "on_exit_hold", "on_exit_remove", "periodic_hold", "periodic_release", "periodic_remove",
+    "rank", "require_gpus", "requirements", "retry_until",
+})
+OWNED_BY_RESOURCE = {
+    "universe": "the container image", "container_image": "the rule's container or the profile",
+    "executable": "the job's command", "arguments": "the job's command", "environment": "the profile's environment",
+    "request_cpus": "threads", "request_memory": "mem_mb / mem", "request_disk": "disk_mb / disk",
+    "request_gpus": "gpu", "gpus_minimum_memory": "gpu_memory", "gpus_minimum_capability": "gpu_capability",
+    "allowed_execute_duration": "runtime", "log": "htcannex (one event log)", "output": "htcannex",
+    "error": "htcannex", "initialdir": "htcannex", "transfer_input_files": "the rule's input",
+    "transfer_output_files": "the rule's output", "should_transfer_files": "the shared-fs setting",
+    "when_to_transfer_output": "htcannex", "preserve_relative_paths": "htcannex",
+    "transfer_executable": "htcannex",
+}
+OWNED_ATTRIBUTES = {"targetannexname": "the rotation", "jobdurationcategory": "runtime"}
+OWNED_ATTRIBUTE_PREFIX = "htcannex"
+
+
+class SubmitValueError(ValueError):
+    """A value that cannot go into a submit description; names rule, field and value."""
+
+    def __init__(self, rule: str, field: str, value: object, why: str):
+        self.rule, self.field, self.value = rule, field, value
+        super().__init__(f"rule {rule}: {field} = {value!r}: {why}")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One Snakemake job, in plain values (the executor builds it)."""
+
+    rule: str
+    jobid: int
+    argv: Sequence[str]  # argv[0]: the program, as found on the execute node
+    wildcards: Mapping[str, str] = field(default_factory=dict)
+    resources: Mapping[str, object] = field(default_factory=dict)
+    threads: int = 1
+    attempt: int = 1
+    inputs: Sequence[str] = ()  # paths relative to the workdir, or osdf:// URLs
+    outputs: Sequence[str] = ()  # paths relative to the workdir
+    container: str | None = None  # the rule's container; overrides the profile's
+
+
+@dataclass(frozen=True)
+class SubmitOptions:
+    """What is the same for every job of a workflow run."""
+
+    workdir: Path  # the job's initial directory; Snakemake's working directory
+    log_path: Path  # the one user event log, <workdir>/.htcannex/jobs.log
+    shared_fs: bool = False  # campus pool with a shared filesystem: no file transfer
+    container_image: str | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
+    extra_commands: Mapping[str, object] = field(default_factory=dict)  # the profile's htcannex_submit
+    workflow_sources: Sequence[str] = ()  # Snakefile, rules, scripts, config the job needs
+
+    @property
+    def logs_dir(self) -> Path:
+        """Where each job's stdout/stderr go; the executor creates it before submitting."""
+        return Path(self.workdir) / ".htcannex" / "logs"
+
+
+def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> htcondor2.Submit:
+    """The submit description for `spec` at `site` (None: any slot). Raises SubmitValueError
+    for a value that cannot be submitted safely and sites.SiteRefusal for a job `site` cannot run."""
+    _Checker(spec.rule).rule_name()
+    request = resource_request(spec)
+    if site is not None:
+        request = site.admit(request, rule=spec.rule)
+    check = _Checker(spec.rule)
+    commands = {}
+    commands.update(_command(spec, options, check))
+    commands.update(_resources(request, site, check, spec.resources))
+    commands.update(_files(spec, options, check))
+    if options.environment:
+        commands["environment"] = _environment(options.environment, check)
+    commands.update(_identity(spec, site))
+    extras = {**options.extra_commands, **_rule_extras(spec, check)}
+    for key, value in extras.items():
+        name, text = _extra(key, value, check)
+        if name == "requirements" and "requirements" in commands:
+            text = f"({commands['requirements']}) && ({text})"
+        commands[name] = text
+    return htcondor2.Submit(commands)
+
+
+def resource_request(spec: JobSpec) -> ResourceRequest:
+    """Snakemake's standard resources (and htcannex's GPU ones) in HTCondor's units."""
+    resources, rule = spec.resources, spec.rule
+
+    def size(*names: str) -> int | None:
+        for name in names:
+            if resources.get(name) is not None:
+                return _unit(rule, f"resources.{name}", resources[name], parse_size_mib)
+        return None
+
+    runtime = resources.get("runtime")
+    gpu_model = resources.get("gpu_model")
+    if gpu_model is not None and not GPU_MODEL.fullmatch(str(gpu_model)):
+        raise SubmitValueError(rule, "resources.gpu_model", gpu_model,
+                               "a GPU model is letters, digits, spaces, '-' and '_' (e.g. A100, H200, RTX 2080)")
+    capability = resources.get("gpu_capability")
+    try:
+        capability = float(capability) if capability is not None else None
+    except (TypeError, ValueError):
+        raise SubmitValueError(rule, "resources.gpu_capability", capability,
+                               "write the compute capability as a string, e.g. \"8.0\"") from None
+    return ResourceRequest(
+        cpus=_count(rule, "threads", spec.threads, minimum=1),
+        # mem_mb is taken as MiB, HTCondor's request_memory unit (as the SLURM plugin passes it to --mem).
+        memory_mb=size("mem_mb", "mem_mib", "mem"),
+        disk_mb=size("disk_mb", "disk_mib", "disk"),
+        gpus=_count(rule, "resources.gpu", resources.get("gpu", 0), minimum=0),
+        gpu_model=str(gpu_model) if gpu_model is not None else None,
+        gpu_memory_mb=size("gpu_memory"),
+        gpu_capability=capability,
+        runtime_s=_unit(rule, "resources.runtime", runtime, parse_duration_s) if runtime is not None else None,
+    )
+
+
+def duration_category(runtime_s: int, rule: str) -> str:
+    """OSPool's +JobDurationCategory for a runtime; refuses what no category allows."""
+    if runtime_s < MEDIUM_LIMIT_S:
+        return "Medium"
+    if runtime_s < LONG_LIMIT_S:
+        return "Long"
+    raise SubmitValueError(
+        rule, "resources.runtime", format_duration_s(runtime_s),
+        f"jobs must finish within {format_duration_s(LONG_LIMIT_S)} (JobDurationCategory Long); split the "
+        "chunk: fewer epochs per job and more chunks, so each job's runtime stays under 40h",
+    )
+
+
+def quote_new_syntax(items: Sequence[str]) -> str:
+    """HTCondor's new `arguments`/`environment` syntax for `items` (each already checked)."""
+
+    def item(text: str) -> str:
+        text = text.replace('"', '""')
+        if text and not re.search(r"[\s']", text):
+            return text
+        return "'" + text.replace("'", "''") + "'"
+
+    return '"' + " ".join(map(item, items)) + '"'
+
+
+class _Checker:
+    """Checks values for one rule; every refusal names the rule, the field and the value."""
+
+    def __init__(self, rule: str):
+        self.rule = rule
+
+    def rule_name(self) -> None:
+        if not RULE_NAME.fullmatch(self.rule):
+            raise SubmitValueError(self.rule, "rule", self.rule, "a rule name is an identifier")
+
+    def text(self, field: str, value: object) -> str:
+        """`value` as submit-language text: one line, `$` kept literal."""
+        text = str(value)
+        if CONTROL_CHARACTERS.search(text):
+            raise SubmitValueError(self.rule, field, value,
+                                   "control characters (newline, tab, NUL...) cannot go into a submit description; "
+                                   "a newline would start a new submit command")
+        return text.replace("$", "$(DOLLAR)")
+
+    def path(self, field: str, value: str, workdir: Path) -> str:
+        """A file to transfer, relative to the workdir (osdf:// URLs pass as they are)."""
+        text = self.text(field, value)
+        if "," in text or text != text.strip() or not text:
+            raise SubmitValueError(self.rule, field, value,
+                                   "HTCondor's transfer lists are comma separated: a file name cannot contain a "
+                                   "comma or start or end with a space; rename the file")
+        if text.startswith("osdf://"):
+            return text
+        if "://" in text:
+            raise SubmitValueError(self.rule, field, value, "only osdf:// URLs can be transferred by htcannex")
+        path = PurePosixPath(text)
+        if path.is_absolute():
+            try:
+                path = path.relative_to(PurePosixPath(Path(workdir).resolve()))
+            except ValueError:
+                raise SubmitValueError(self.rule, field, value,
+                                       f"without a shared filesystem only files under the workdir {workdir} travel "
+                                       "with the job; move the file there, use osdf:// storage, or enable shared-fs "
+                                       "mode") from None
+        if ".." in path.parts:
+            raise SubmitValueError(self.rule, field, value,
+                                   "a path leaving the workdir ('..') cannot travel with the job; move the file "
+                                   "under the workdir")
+        return str(path)
+
+    def expression(self, field: str, value: object) -> str:
+        text = self.text(field, value)
+        try:
+            classad2.ExprTree(text)
+        except Exception:  # classad2 raises classad2_impl.ClassAdException
+            raise SubmitValueError(self.rule, field, value, "is not a ClassAd expression") from None
+        return text
+
+
+def _unit(rule: str, field: str, value: object, parser) -> int:
+    try:
+        return parser(value, field=field)
+    except UnitError as error:
+        raise SubmitValueError(rule, field, value, str(error).removeprefix(f"{field}: ")) from None
+
+
+def _count(rule: str, field: str, value: object, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) and not (isinstance(value, str) and value.isdecimal()):
+        raise SubmitValueError(rule, field, value, "must be a whole number")
+    if int(value) < minimum:
+        raise SubmitValueError(rule, field, value, f"must be at least {minimum}")
+    return int(value)
+
+
+def _command(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
+    if not spec.argv:
+        raise SubmitValueError(spec.rule, "command", list(spec.argv), "the job has no command")
+    argv = [check.text(f"command argument {index}", item) for index, item in enumerate(spec.argv)]
+    image = spec.container or options.container_image
+    commands = {}
+    if image:
+        if not CONTAINER_IMAGE.fullmatch(image):
+            raise SubmitValueError(spec.rule, "container", image,
+                                   "a container image is a path, an osdf:// URL or a docker:// reference, "
+                                   "without spaces or commas")
+        commands["universe"] = "container"
+        commands["container_image"] = check.text("container", image)
+    else:
+        commands["universe"] = "vanilla"
+    commands["executable"] = argv[0]
+    commands["transfer_executable"] = "false"
+    if len(argv) > 1:
+        commands["arguments"] = quote_new_syntax(argv[1:])
+    stem = f"{spec.rule}-{spec.jobid}-{spec.attempt}"
+    commands["initialdir"] = check.text("workdir", options.workdir)
+    commands["log"] = check.text("log", options.log_path)
+    commands["output"] = check.text("output", options.logs_dir / f"{stem}.out")
+    commands["error"] = check.text("error", options.logs_dir / f"{stem}.err")
+    return commands
+
+
+def _resources(request: ResourceRequest, site: Site | None, check: _Checker, resources: Mapping) -> dict:
+    commands = {"request_cpus": str(request.cpus)}
+    if request.memory_mb is not None:
+        commands["request_memory"] = f"{request.memory_mb}MB"
+    if request.disk_mb is not None:
+        # request_disk's bare unit is KiB (unlike request_memory): always say MB.
+        commands["request_disk"] = f"{request.disk_mb}MB"
+    requirements = []
+    if request.gpus:
+        commands["request_gpus"] = str(request.gpus)
+        if request.gpu_memory_mb:
+            commands["gpus_minimum_memory"] = f"{request.gpu_memory_mb}MB"
+        if request.gpu_capability:
+            commands["gpus_minimum_capability"] = str(request.gpu_capability)
+        if request.gpu_model:
+            requirements.append(f'regexp("{request.gpu_model}", TARGET.GPUs_DeviceName, "i")')
+    if site is not None and site.requirements:
+        requirements.append(f"({site.requirements})")
+    if requirements:
+        commands["requirements"] = check.expression("requirements", " && ".join(requirements))
+    if request.runtime_s is not None:
+        commands["MY.JobDurationCategory"] = classad2.quote(duration_category(request.runtime_s, check.rule))
+        commands["allowed_execute_duration"] = str(request.runtime_s)
+    return commands
+
+
+def _files(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
+    if options.shared_fs:
+        return {"should_transfer_files": "NO"}
+    inputs = [check.path("input", path, options.workdir) for path in spec.inputs]
+    sources = [check.path("workflow source", path, options.workdir) for path in options.workflow_sources]
+    outputs = [check.path("output file", path, options.workdir) for path in spec.outputs]
+    for path, original in zip(outputs, spec.outputs):
+        if "://" in path:
+            raise SubmitValueError(spec.rule, "output file", original, "outputs come back as files; "
+                                   "write URLs from the job (a storage plugin), not through file transfer")
+    commands = {
+        "should_transfer_files": "YES",
+        "when_to_transfer_output": "ON_EXIT",
+        "preserve_relative_paths": "true",
+    }
+    transfer_in = list(dict.fromkeys(inputs + sources))
+    if transfer_in:
+        commands["transfer_input_files"] = ", ".join(transfer_in)
+    if outputs:
+        commands["transfer_output_files"] = ", ".join(dict.fromkeys(outputs))
+    return commands
+
+
+def _environment(environment: Mapping[str, str], check: _Checker) -> str:
+    entries = []
+    for name, value in environment.items():
+        if not ENV_NAME.fullmatch(str(name)):
+            raise SubmitValueError(check.rule, "environment", name, "an environment variable name is an identifier")
+        entries.append(f"{name}={check.text(f'environment {name}', value)}")
+    return quote_new_syntax(entries)
+
+
+def _identity(spec: JobSpec, site: Site | None) -> dict:
+    """Attributes that say which job this is and where it must run."""
+    commands = {
+        "MY.HtcannexRule": classad2.quote(spec.rule),
+        "MY.HtcannexJobId": str(int(spec.jobid)),
+        "MY.HtcannexAttempt": str(int(spec.attempt)),
+    }
+    if site is not None:
+        commands["MY.HtcannexSite"] = classad2.quote(site.name)
+        if site.kind == "annex":
+            commands["MY.TargetAnnexName"] = classad2.quote(site.annex_name)
+    return commands
+
+
+def _rule_extras(spec: JobSpec, check: _Checker) -> Mapping[str, object]:
+    """The rule's `htcannex_submit` resource: a mapping, or a string holding one (Snakemake
+    resources cannot be dicts), e.g. htcannex_submit='{"+WantGPULab": true}'."""
+    extras = spec.resources.get("htcannex_submit")
+    if extras is None:
+        return {}
+    if isinstance(extras, str):
+        try:
+            extras = yaml.safe_load(extras)
+        except yaml.YAMLError:
+            extras = None
+    if not isinstance(extras, Mapping):
+        raise SubmitValueError(check.rule, "resources.htcannex_submit", spec.resources["htcannex_submit"],
+                               'must be a mapping of submit commands, e.g. \'{"max_retries": 2}\'')
+    return extras
+
+
+def _extra(key: object, value: object, check: _Checker) -> tuple[str, str]:
+    """One escape-hatch command, validated: (submit key, submit value)."""
+    field = f"htcannex_submit[{key!r}]"
+    if not isinstance(value, (str, int, float, bool)):
+        raise SubmitValueError(check.rule, field, value, "a submit value is a string, number or boolean")
+    literal = str(value).lower() if isinstance(value, bool) else value
+    if isinstance(key, str) and (custom := CUSTOM_ATTRIBUTE.fullmatch(key)):
+        name = custom["name"]
+        if name.lower() in OWNED_ATTRIBUTES or name.lower().startswith(OWNED_ATTRIBUTE_PREFIX):
+            raise SubmitValueError(check.rule, field, value, f"{name} is set by htcannex from "
+                                   f"{OWNED_ATTRIBUTES.get(name.lower(), 'the job')}; set that instead")
+        text = check.text(field, literal)
+        return f"MY.{name}", classad2.quote(text) if isinstance(value, str) else text
+    keyword = str(key).lower()
+    if keyword in OWNED_BY_RESOURCE:
+        raise SubmitValueError(check.rule, field, value,
+                               f"{keyword} is set by htcannex from {OWNED_BY_RESOURCE[keyword]}; set that instead")
+    if keyword not in EXTRA_KEYWORDS:
+        raise SubmitValueError(check.rule, field, value,
+                               f"{key!r} is not a submit command htcannex passes through; use one of "
+                               f"{', '.join(sorted(EXTRA_KEYWORDS))}, or a custom attribute MY.Name / +Name")
+    if keyword in EXPRESSION_KEYWORDS:
+        return keyword, check.expression(field, literal)
+    return keyword, check.text(field, literal)

@@ -1,0 +1,578 @@
+"""The site catalogue (a profile's htcannex.yaml) and what each site can take.
+
+`load_catalogue(path)` reads the file, checks its structure with a JSON schema
+and its meaning in code, and returns a `Catalogue`: the sites, the rotation per
+rule, the annex guards and the pool to submit to. Any mistake raises one
+`HtcannexConfigError` naming the file, the key path and the fix.
+
+Queue facts (whole-node or shared, cores/memory/GPUs per node, longest
+lifetime, nodes per job) come from HTCondor's own table of annex sites,
+`htcondor_cli.annex_validate.SYSTEM_TABLE`: the catalogue may leave them out
+(they are filled in) or restate them (they are checked against it), and the
+annex request each site implies is run through `validate_constraints`, the
+check `htcondor annex create` itself makes. A site the table does not know
+(Jetstream2, or a site the embedded pool plays) says `facts: catalogue` and
+gives its facts itself.
+
+`Site.admit(request)` refuses, before anything is submitted, a job the site
+cannot run (see docs/sites.md for the rules).
+"""
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import classad2
+import jsonschema
+import yaml
+from htcondor_cli import annex_validate
+
+from .rotation import POLICIES, Rotation, RulePolicy
+from .units import UnitError, format_duration_s, format_size_mib, parse_duration_s, parse_size_mib
+
+PLACEHOLDER = "CHANGE_ME"
+ANNEX_NAME_PREFIX = "htcannex-"
+IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+SITE_NAME = r"^[a-z][a-z0-9-]*$"
+QUANTITY = {"type": ["string", "number"]}
+# Keys that only make sense for a site whose slots come from an annex we create.
+ANNEX_ONLY_KEYS = ("facts", "system", "queue", "whole_node", "nodes", "max_lifetime", "lifetime", "project", "login")
+POOL_ONLY_KEYS = ("max_runtime",)
+
+SITE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["kind"],
+    "properties": {
+        "kind": {"enum": ["annex", "pool"]},
+        "facts": {"enum": ["system-table", "catalogue"]},
+        "system": {"type": "string"},
+        "queue": {"type": "string"},
+        "whole_node": {"type": "boolean"},
+        "memory_request": {"enum": ["pass", "drop", "refuse"]},
+        "nodes": {"type": "integer", "minimum": 1},
+        "cpus": {"type": "integer", "minimum": 1},
+        "memory": QUANTITY,
+        "gpus": {"type": "integer", "minimum": 0},
+        "gpu_type": {"type": "string", "minLength": 1},
+        "gpu_memory": QUANTITY,
+        "gpu_capability": {"type": "number", "minimum": 0},
+        "max_lifetime": QUANTITY,
+        "lifetime": QUANTITY,
+        "max_runtime": QUANTITY,
+        "project": {"type": "string", "minLength": 1},
+        "login": {"type": "string", "minLength": 1},
+        "requirements": {"type": "string", "minLength": 1},
+    },
+}
+
+CATALOGUE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["sites"],
+    "properties": {
+        "pool": {"type": "string", "minLength": 1},
+        "run_wildcard": {"type": "string", "pattern": IDENTIFIER},
+        "chunk_wildcard": {"type": "string", "pattern": IDENTIFIER},
+        "rotation": {
+            "type": "object",
+            "propertyNames": {"pattern": IDENTIFIER},
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["policy"],
+                "properties": {
+                    "policy": {"enum": list(POLICIES)},
+                    "sites": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+        "annex": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "mode": {"enum": ["off", "ask", "auto"]},
+                "max_annexes": {"type": "integer", "minimum": 1},
+                "max_per_site": {"type": "integer", "minimum": 1},
+                "core_hour_budget": {"type": "number", "minimum": 0},
+                "idle_timeout": QUANTITY,
+            },
+        },
+        "sites": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"pattern": SITE_NAME},
+            "additionalProperties": SITE_SCHEMA,
+        },
+    },
+}
+
+
+class HtcannexConfigError(ValueError):
+    """A mistake in htcannex.yaml: which file, which key, what is wrong, how to fix it."""
+
+    def __init__(self, file: Path | str, key: str, problem: str, fix: str):
+        self.file, self.key, self.problem, self.fix = str(file), key, problem.strip().rstrip("."), fix
+        super().__init__(f"{file}: {key}: {self.problem}. Fix: {fix}")
+
+
+class SiteRefusal(ValueError):
+    """A job a site cannot run; the message says why and what to do."""
+
+
+def annex_name(site: str) -> str:
+    """The annex name for a site: jobs carry it as MY.TargetAnnexName, slots as AnnexName."""
+    return f"{ANNEX_NAME_PREFIX}{site}"
+
+
+@dataclass(frozen=True)
+class ResourceRequest:
+    """What one job asks for, in HTCondor's units (MiB, seconds)."""
+
+    cpus: int = 1
+    memory_mb: int | None = None
+    disk_mb: int | None = None
+    gpus: int = 0
+    gpu_model: str | None = None
+    gpu_memory_mb: int | None = None
+    gpu_capability: float | None = None
+    runtime_s: int | None = None
+
+
+@dataclass(frozen=True)
+class AnnexRequest:
+    """The arguments of `htcondor annex create` for one site (None: not passed)."""
+
+    name: str
+    system: str | None
+    queue: str | None
+    nodes: int
+    lifetime_s: int
+    project: str | None
+    login: str | None
+    gpus: int | None
+    gpu_type: str | None
+    cpus: int | None
+    mem_mb: int | None
+
+
+@dataclass(frozen=True)
+class Site:
+    name: str
+    kind: str  # "annex" | "pool"
+    source: str  # the catalogue file, for messages
+    cpus: int | None
+    memory_mb: int | None
+    gpus: int = 0
+    gpu_type: str | None = None
+    gpu_memory_mb: int | None = None
+    gpu_capability: float | None = None
+    memory_request: str = "pass"
+    requirements: str | None = None
+    # annex sites
+    facts: str = "system-table"
+    system: str | None = None
+    queue: str | None = None
+    allocation: str = "cores_or_ram"  # SYSTEM_TABLE's allocation_type
+    nodes: int = 1
+    max_lifetime_s: int | None = None
+    lifetime_s: int | None = None
+    project: str | None = None
+    login: str | None = None
+    gpu_type_flag: str | None = None  # --gpu-type, only where the table lists GPU types
+    # pool sites
+    max_runtime_s: int | None = None
+
+    @property
+    def annex_name(self) -> str:
+        return annex_name(self.name)
+
+    @property
+    def whole_node(self) -> bool:
+        return self.allocation == "node"
+
+    @property
+    def annex_core_hours(self) -> float:
+        """Core-hours one annex here costs (all its nodes for its whole lifetime)."""
+        return self.nodes * (self.cpus or 0) * (self.lifetime_s or 0) / 3600
+
+    def slot_shape(self) -> dict:
+        """Per-node slot shape, as `Pool.create_annex` takes it."""
+        return {
+            "cpus": self.cpus,
+            "memory_mb": self.memory_mb,
+            "gpus": self.gpus,
+            "gpu_memory_mb": self.gpu_memory_mb or 0,
+            "gpu_capability": self.gpu_capability or 0.0,
+        }
+
+    def annex_request(self) -> AnnexRequest:
+        """What to ask `htcondor annex create` for; refuses placeholders and pool sites."""
+        if self.kind != "annex":
+            raise HtcannexConfigError(
+                self.source, f"sites.{self.name}.kind", "is 'pool': htcannex does not create annexes there",
+                f"submit to that pool's access point, or make {self.name} an annex site",
+            )
+        for key in ("project", "login"):
+            if getattr(self, key) == PLACEHOLDER:
+                raise HtcannexConfigError(
+                    self.source, f"sites.{self.name}.{key}",
+                    f"is still the placeholder {PLACEHOLDER}, so no annex can be created at {self.name}",
+                    f"set your {'allocation (project id)' if key == 'project' else 'ssh login'} at {self.name}",
+                )
+        return self.annex_arguments()
+
+    def annex_arguments(self) -> AnnexRequest:
+        """`annex_request()` without the placeholder check (the loader validates these)."""
+        sized_by_count = self.allocation == "cores_or_ram"
+        return AnnexRequest(
+            name=self.annex_name,
+            system=self.system,
+            queue=self.queue,
+            nodes=self.nodes,
+            lifetime_s=self.lifetime_s,
+            project=self.project,
+            login=self.login,
+            # On a whole-node queue every GPU of the node comes with it: --gpus is not passed.
+            gpus=self.gpus if self.gpus and self.allocation != "node" else None,
+            gpu_type=self.gpu_type_flag,
+            cpus=self.cpus if sized_by_count else None,
+            mem_mb=self.memory_mb if sized_by_count else None,
+        )
+
+    def admit(self, request: ResourceRequest, *, rule: str) -> ResourceRequest:
+        """The request as it will be submitted here, or SiteRefusal if the site cannot run it."""
+
+        def refuse(why: str, fix: str):
+            raise SiteRefusal(f"rule {rule} cannot run at site {self.name}: {why}; {fix}")
+
+        where = f"{self.name}" + (f" ({self.queue})" if self.queue else "")
+        if self.cpus is not None and request.cpus > self.cpus:
+            refuse(f"it asks for {request.cpus} cpus (threads) and a {where} node has {self.cpus}",
+                   f"set threads to {self.cpus} or fewer, or take {self.name} out of the rule's rotation")
+        if request.gpus and not self.gpus:
+            refuse(f"it asks for {request.gpus} GPU(s) and {where} is a CPU-only queue",
+                   f"take {self.name} out of the rule's rotation, or give it a GPU queue in htcannex.yaml")
+        if request.gpus > self.gpus:
+            refuse(f"it asks for {request.gpus} GPUs and a {where} node has {self.gpus}",
+                   f"set the rule's gpu resource to {self.gpus} or fewer")
+        if request.gpus and request.gpu_model and self.gpu_type and \
+                request.gpu_model.casefold() not in self.gpu_type.casefold():
+            refuse(f"it asks for GPU model {request.gpu_model!r} and {where} has {self.gpu_type}",
+                   "drop gpu_model from the rule's resources or take the site out of its rotation")
+        if request.gpu_memory_mb and self.gpu_memory_mb is not None and request.gpu_memory_mb > self.gpu_memory_mb:
+            refuse(f"it asks for {format_size_mib(request.gpu_memory_mb)} of GPU memory and {where} GPUs have "
+                   f"{format_size_mib(self.gpu_memory_mb)}", "lower gpu_memory or use a site with bigger GPUs")
+        if request.gpu_capability and self.gpu_capability is not None and request.gpu_capability > self.gpu_capability:
+            refuse(f"it asks for GPU capability {request.gpu_capability} and {where} GPUs have {self.gpu_capability}",
+                   "lower gpu_capability or use a site with newer GPUs")
+        limit_s = self.lifetime_s if self.kind == "annex" else self.max_runtime_s
+        if request.runtime_s is not None and limit_s is not None and request.runtime_s > limit_s:
+            what = "the annex lifetime" if self.kind == "annex" else "the longest job the pool runs"
+            raise_limit = (f"or raise sites.{self.name}.lifetime (up to {format_duration_s(self.max_lifetime_s)})"
+                           if self.kind == "annex" else "")
+            refuse(f"its runtime {format_duration_s(request.runtime_s)} is longer than {what} at {self.name} "
+                   f"({format_duration_s(limit_s)})",
+                   f"split the chunk (fewer epochs per job, more chunks) {raise_limit}".strip())
+        if request.memory_mb is None:
+            return request
+        if self.memory_request == "refuse":
+            refuse(f"it asks for {format_size_mib(request.memory_mb)} of memory and {where} takes whole nodes "
+                   "(memory_request: refuse)",
+                   f"remove mem_mb/mem from the rule, or set sites.{self.name}.memory_request to drop")
+        if self.memory_request == "drop":
+            return replace(request, memory_mb=None)
+        if self.memory_mb is not None and request.memory_mb > self.memory_mb:
+            refuse(f"it asks for {format_size_mib(request.memory_mb)} of memory and a {where} node has "
+                   f"{format_size_mib(self.memory_mb)}", f"set mem_mb to {self.memory_mb} or less")
+        return request
+
+
+@dataclass(frozen=True)
+class AnnexGuards:
+    mode: str = "ask"  # off | ask | auto
+    max_annexes: int = 4
+    max_per_site: int = 1
+    core_hour_budget: float = 0.0  # 0: no annex may be requested
+    idle_timeout_s: int = 1800
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    path: Path
+    pool: str
+    sites: Mapping[str, Site]
+    rotation: Rotation
+    annex: AnnexGuards
+
+
+def load_catalogue(path: Path | str) -> Catalogue:
+    path = Path(path)
+    try:
+        document = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise HtcannexConfigError(path, "(file)", "does not exist",
+                                  "point --htcannex-config at a profile's htcannex.yaml") from None
+    except yaml.YAMLError as error:
+        raise HtcannexConfigError(path, "(file)", f"is not valid YAML ({error})",
+                                  "correct the syntax at the line shown") from None
+    return _Loader(path).catalogue(document)
+
+
+def _key(parts) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+class _Loader:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def error(self, key: str, problem: str, fix: str) -> HtcannexConfigError:
+        return HtcannexConfigError(self.path, key, problem, fix)
+
+    def catalogue(self, document) -> Catalogue:
+        if not isinstance(document, dict):
+            raise self.error("(top level)", "is not a mapping of keys (pool, rotation, annex, sites)",
+                             "start from profiles/local/htcannex.yaml")
+        self.check_schema(document)
+        sites = {name: self.site(name, entry) for name, entry in document["sites"].items()}
+        return Catalogue(
+            path=self.path,
+            pool=document.get("pool", "default"),
+            sites=sites,
+            rotation=self.rotation(document, sites),
+            annex=self.annex(document.get("annex", {})),
+        )
+
+    def check_schema(self, document: dict) -> None:
+        validator = jsonschema.Draft202012Validator(CATALOGUE_SCHEMA)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+        if error is None:
+            return
+        path, kind, schema = list(error.absolute_path), error.validator, error.schema
+        if kind == "additionalProperties":
+            known = sorted(schema.get("properties", {}))
+            unknown = sorted(set(error.instance) - set(known))[0]
+            raise self.error(_key(path + [unknown]), "unknown key",
+                             f"remove it or correct its spelling; the keys here are {', '.join(known)}")
+        if kind == "required":
+            missing = next(name for name in error.validator_value if name not in error.instance)
+            raise self.error(_key(path + [missing]), "is missing", f"add {missing}: (see docs/sites.md)")
+        if "propertyNames" in error.schema_path:
+            # a bad key name: jsonschema reports the name as the instance, at the mapping's path
+            raise self.error(_key(path + [error.instance]), "is not a valid name",
+                             "use lower-case letters, digits and '-' (sites) or an identifier (rules and "
+                             "wildcards)")
+        if kind == "enum":
+            raise self.error(_key(path), f"is {error.instance!r}",
+                             f"use one of {', '.join(map(str, error.validator_value))}")
+        if kind == "minProperties":
+            raise self.error(_key(path), "is empty", "describe at least one site")
+        raise self.error(_key(path), f"{error.instance!r} is invalid ({error.message})",
+                         "see docs/sites.md for what this key takes")
+
+    def size(self, key: str, value) -> int:
+        try:
+            return parse_size_mib(value, field=key)
+        except UnitError as error:
+            raise self.error(key, str(error).removeprefix(f"{key}: "), "write e.g. 92GB or 512MB") from None
+
+    def duration(self, key: str, value) -> int:
+        try:
+            return parse_duration_s(value, field=key)
+        except UnitError as error:
+            raise self.error(key, str(error).removeprefix(f"{key}: "), "write e.g. 4h, 30m or 2d") from None
+
+    def site(self, name: str, entry: dict) -> Site:
+        key = f"sites.{name}"
+        stray = ANNEX_ONLY_KEYS if entry["kind"] == "pool" else POOL_ONLY_KEYS
+        for wrong in stray:
+            if wrong in entry:
+                raise self.error(f"{key}.{wrong}", f"does not apply to a site of kind {entry['kind']}",
+                                 f"remove it (see docs/sites.md, 'kind')")
+        if "requirements" in entry:
+            try:
+                classad2.ExprTree(entry["requirements"])
+            except Exception:  # classad2 raises its own ClassAdException, not exported as a type
+                raise self.error(f"{key}.requirements", f"{entry['requirements']!r} is not a ClassAd expression",
+                                 'write e.g. (TARGET.OpSysMajorVer == 9)') from None
+        common = dict(
+            name=name, kind=entry["kind"], source=str(self.path),
+            cpus=entry.get("cpus"),
+            memory_mb=self.size(f"{key}.memory", entry["memory"]) if "memory" in entry else None,
+            gpus=entry.get("gpus", 0),
+            gpu_type=entry.get("gpu_type"),
+            gpu_memory_mb=self.size(f"{key}.gpu_memory", entry["gpu_memory"]) if "gpu_memory" in entry else None,
+            gpu_capability=entry.get("gpu_capability"),
+            requirements=entry.get("requirements"),
+        )
+        if entry["kind"] == "pool":
+            return Site(
+                **common,
+                memory_request=entry.get("memory_request", "pass"),
+                max_runtime_s=self.duration(f"{key}.max_runtime", entry["max_runtime"])
+                if "max_runtime" in entry else None,
+            )
+        return self.annex_site(key, entry, common)
+
+    def annex_site(self, key: str, entry: dict, common: dict) -> Site:
+        facts = entry.get("facts", "system-table")
+        if facts == "system-table":
+            table = self.table_facts(key, entry)
+        else:
+            table = self.catalogue_facts(key, entry)
+        cpus = common["cpus"] if common["cpus"] is not None else table["cpus"]
+        memory_mb = common["memory_mb"] if common["memory_mb"] is not None else table["memory_mb"]
+        gpus = entry.get("gpus", table["gpus"])
+        max_lifetime_s = (self.duration(f"{key}.max_lifetime", entry["max_lifetime"])
+                          if "max_lifetime" in entry else table["max_lifetime_s"])
+        for name, value in (("cpus", cpus), ("memory", memory_mb), ("max_lifetime", max_lifetime_s)):
+            if value is None:
+                raise self.error(f"{key}.{name}", "is missing and HTCondor's SYSTEM_TABLE does not give it",
+                                 f"add {name}: for this queue (or instance type)")
+        if "lifetime" not in entry:
+            raise self.error(f"{key}.lifetime", "is missing",
+                             f"add lifetime: (how long each annex lives, at most {format_duration_s(max_lifetime_s)})")
+        lifetime_s = self.duration(f"{key}.lifetime", entry["lifetime"])
+        if lifetime_s > max_lifetime_s:
+            raise self.error(f"{key}.lifetime", f"{entry['lifetime']} is longer than the queue's maximum "
+                             f"{format_duration_s(max_lifetime_s)}",
+                             f"set it to {format_duration_s(max_lifetime_s)} or less")
+        allocation = table["allocation"]
+        if allocation == "gpu-shared":
+            for name in ("cpus", "memory"):
+                if name not in entry:
+                    raise self.error(f"{key}.{name}", f"is missing, and the '{entry['queue']}' queue gives each "
+                                     "job a share of a node in proportion to its GPUs",
+                                     f"add {name}: the share that {gpus} GPU(s) bring")
+        site = Site(
+            **{**common, "cpus": cpus, "memory_mb": memory_mb, "gpus": gpus},
+            memory_request=entry.get("memory_request", "drop" if allocation == "node" else "pass"),
+            facts=facts,
+            system=entry.get("system"),
+            queue=entry.get("queue"),
+            allocation=allocation,
+            nodes=entry.get("nodes", 1),
+            max_lifetime_s=max_lifetime_s,
+            lifetime_s=lifetime_s,
+            project=entry.get("project"),
+            login=entry.get("login"),
+            gpu_type_flag=entry.get("gpu_type") if table.get("gpu_types") else None,
+        )
+        if facts == "system-table":
+            self.check_against_table(key, entry, site, table)
+        return site
+
+    def catalogue_facts(self, key: str, entry: dict) -> dict:
+        """Facts of a site HTCondor's table does not know: all from the catalogue."""
+        whole_node = entry.get("whole_node", False)
+        return {"allocation": "node" if whole_node else "cores_or_ram", "cpus": None, "memory_mb": None,
+                "gpus": 0, "max_lifetime_s": None}
+
+    def table_facts(self, key: str, entry: dict) -> dict:
+        """Facts of `system`/`queue` from htcondor_cli's SYSTEM_TABLE (None where it has none)."""
+        systems = annex_validate.SYSTEM_TABLE
+        for required in ("system", "queue"):
+            if required not in entry:
+                raise self.error(f"{key}.{required}", "is missing",
+                                 f"add {required}: (the {required} `htcondor annex create` is given), or set "
+                                 "facts: catalogue for a site HTCondor's table does not know")
+        system_name = entry["system"]
+        if system_name not in systems:
+            raise self.error(f"{key}.system", f"{system_name!r} is not in HTCondor's annex SYSTEM_TABLE "
+                             f"(known: {', '.join(sorted(systems))})",
+                             "correct the name, or set facts: catalogue and give cpus, memory, gpus, whole_node "
+                             "and max_lifetime yourself (as for Jetstream2)")
+        system = systems[system_name]
+        try:
+            queue = system.get_constraints(entry["queue"], entry.get("gpus"), entry.get("gpu_type"))
+        except ValueError as error:
+            raise self.error(f"{key}.gpu_type", str(error), "set gpu_type to one the message lists") from None
+        if queue is None:
+            raise self.error(f"{key}.queue", f"{entry['queue']!r} is not a queue of {system.pretty_name} in "
+                             f"HTCondor's SYSTEM_TABLE (queues: {', '.join(system.queues)})",
+                             "use one of those queues")
+        if "whole_node" in entry and entry["whole_node"] != (queue["allocation_type"] == "node"):
+            raise self.error(f"{key}.whole_node", f"says {entry['whole_node']} but SYSTEM_TABLE gives the "
+                             f"'{entry['queue']}' queue allocation type '{queue['allocation_type']}'",
+                             "remove whole_node (it is taken from the table)")
+        return {
+            "allocation": queue["allocation_type"],
+            "cpus": queue.get("cores_per_node"),
+            "memory_mb": queue.get("ram_per_node"),
+            "gpus": queue.get("gpus_per_node") or 0,
+            "gpus_per_node": queue.get("gpus_per_node"),
+            "gpu_types": queue.get("gpu_types"),
+            "max_lifetime_s": queue.get("max_duration"),
+            "max_nodes": queue.get("max_nodes_per_job"),
+            "knows_shape": "cores_per_node" in queue,
+        }
+
+    def check_against_table(self, key: str, entry: dict, site: Site, table: dict) -> None:
+        if table["knows_shape"]:
+            for name, ours, theirs, show in (
+                ("cpus", site.cpus, table["cpus"], str),
+                ("memory", site.memory_mb, table["memory_mb"], format_size_mib),
+            ):
+                if ours > theirs:
+                    raise self.error(f"{key}.{name}", f"{show(ours)} is more than a '{site.queue}' node has "
+                                     f"({show(theirs)}, per SYSTEM_TABLE)", f"set it to {show(theirs)} or less")
+            if site.gpus > (table["gpus_per_node"] or 0):
+                problem = (f"{site.gpus} is more than a '{site.queue}' node has ({table['gpus_per_node']})"
+                           if table["gpus_per_node"] else f"'{site.queue}' is a CPU-only queue")
+                raise self.error(f"{key}.gpus", problem, "lower gpus, or pick a GPU queue")
+        table_max = table["max_lifetime_s"]
+        if table_max is not None and site.max_lifetime_s > table_max:
+            raise self.error(f"{key}.max_lifetime", f"{entry['max_lifetime']} is longer than the "
+                             f"'{site.queue}' queue allows ({format_duration_s(table_max)}, per SYSTEM_TABLE)",
+                             f"set it to {format_duration_s(table_max)} or less")
+        if table["max_nodes"] is not None and site.nodes > table["max_nodes"]:
+            raise self.error(f"{key}.nodes", f"{site.nodes} is more than the '{site.queue}' queue allows per job "
+                             f"({table['max_nodes']})", f"set it to {table['max_nodes']} or less")
+        annex = site.annex_arguments()
+        try:
+            annex_validate.validate_constraints(
+                system=annex.system, queue_name=annex.queue, nodes=annex.nodes,
+                lifetime_in_seconds=annex.lifetime_s, allocation=annex.project, cpus=annex.cpus,
+                mem_mb=annex.mem_mb, idletime_in_seconds=0, gpus=annex.gpus, gpu_type=annex.gpu_type,
+            )
+        except ValueError as error:
+            raise self.error(key, f"`htcondor annex create` would refuse this site: {error}",
+                             "change the site's queue, nodes, gpus, gpu_type, project or lifetime as it says") from None
+
+    def rotation(self, document: dict, sites: Mapping[str, Site]) -> Rotation:
+        rules = {}
+        for rule, entry in document.get("rotation", {}).items():
+            key = f"rotation.{rule}"
+            listed = entry.get("sites", [])
+            for index, site in enumerate(listed):
+                if site not in sites:
+                    raise self.error(f"{key}.sites[{index}]", f"names the unknown site {site!r}",
+                                     f"name one of the sites under sites: ({', '.join(sites)})")
+                if listed.index(site) != index:
+                    raise self.error(f"{key}.sites[{index}]", f"repeats {site!r}", "list each site once")
+            if entry["policy"] != "any" and not listed:
+                raise self.error(f"{key}.sites", f"is missing or empty for policy {entry['policy']}",
+                                 "list the sites this rule rotates over")
+            rules[rule] = RulePolicy(entry["policy"], tuple(listed))
+        return Rotation(
+            rules=rules,
+            run_wildcard=document.get("run_wildcard", "run"),
+            chunk_wildcard=document.get("chunk_wildcard", "chunk"),
+        )
+
+    def annex(self, entry: dict) -> AnnexGuards:
+        guards = AnnexGuards(
+            mode=entry.get("mode", AnnexGuards.mode),
+            max_annexes=entry.get("max_annexes", AnnexGuards.max_annexes),
+            max_per_site=entry.get("max_per_site", AnnexGuards.max_per_site),
+            core_hour_budget=float(entry.get("core_hour_budget", AnnexGuards.core_hour_budget)),
+            idle_timeout_s=self.duration("annex.idle_timeout", entry["idle_timeout"])
+            if "idle_timeout" in entry else AnnexGuards.idle_timeout_s,
+        )
+        if guards.max_per_site > guards.max_annexes:
+            raise self.error("annex.max_per_site", f"{guards.max_per_site} is more than max_annexes "
+                             f"({guards.max_annexes})", "lower max_per_site or raise max_annexes")
+        return guards
