@@ -64,6 +64,7 @@ class HTCondorSandbox:
                 "did not transfer it. Its URL must be in the submit's "
                 "transfer_input_files (osdf_transfer.plan puts it there)."
             )
+        local.parent.mkdir(parents=True, exist_ok=True)
         landed.rename(local)
 
     def put(self, local: Path, path: str) -> None:
