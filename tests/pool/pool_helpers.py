@@ -1,0 +1,84 @@
+"""Helpers for the embedded pool's tests (fixtures are in conftest.py)."""
+import contextlib
+import sys
+import os
+import signal
+import textwrap
+import time
+from pathlib import Path
+
+import htcondor2
+import psutil
+
+from snakemake_executor_plugin_htcannex.pool import Pool
+
+ONE_SLOT = [{"cpus": 2, "memory_mb": 4096}]
+
+
+def make_pool(spool: Path, **options) -> Pool:
+    return Pool(spool, **{"idle_exit_s": 120, "cycle_s": 0.05, "slots": ONE_SLOT, **options})
+
+
+def stop_for_sure(pool: Pool):
+    """Stop the daemon; if it will not stop, kill it, so no test leaves one behind."""
+    pid_file = pool.spool_dir / "daemon.pid"
+    pid = int(pid_file.read_text()) if pid_file.exists() else None
+    try:
+        pool.stop(timeout_s=15)
+    finally:
+        if pid and psutil.pid_exists(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def script(directory: Path, name: str, body: str) -> Path:
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+    return path
+
+
+def python_script(directory: Path, name: str, body: str) -> Path:
+    path = directory / name
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+    return path
+
+
+def submit(pool: Pool, commands: dict, **kwargs):
+    return pool.schedd().submit(htcondor2.Submit({"log": "jobs.log", **commands}), **kwargs)
+
+
+def wait_until(predicate, timeout_s: float = 20.0, what: str = "condition"):
+    deadline = time.time() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.time() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def job_status(pool: Pool, job_id: str) -> int | None:
+    """JobStatus of a queued job, or 4/3 from history once it left the queue."""
+    cluster, proc = job_id.split(".")
+    constraint = f"ClusterId == {cluster} && ProcId == {proc}"
+    for ads in (pool.schedd().query(constraint, ["JobStatus"]),
+                pool.schedd().history(constraint, ["JobStatus"], 1)):
+        if ads:
+            return ads[0]["JobStatus"]
+    return None
+
+
+def wait_for_status(pool: Pool, job_id: str, status: int, timeout_s: float = 20.0):
+    wait_until(lambda: job_status(pool, job_id) == status, timeout_s, f"job {job_id} in status {status}")
+
+
+def events(log: Path) -> list:
+    return list(htcondor2.JobEventLog(str(log)).events(0)) if log.exists() else []
+
+
+def event_types(log: Path, job_id: str) -> list:
+    cluster, proc = (int(part) for part in job_id.split("."))
+    return [event.type for event in events(log) if (event.cluster, event.proc) == (cluster, proc)]
