@@ -158,7 +158,7 @@ def test_job_ad_follows_condor_submit(pool, submit_dir):
     result = submit(pool, {"executable": "job.sh", "hold": "true", "request_memory": "2GB",
                            "request_disk": "3G", "request_gpus": "1", "gpus_minimum_memory": "8000",
                            "gpus_minimum_capability": "7.5", "MY.JobDurationCategory": '"Long"',
-                           "+TargetAnnexName": '"expanse-1"', "requirements": "TARGET.HasFoo =!= false"})
+                           "+TargetAnnexName": '"expanse-1"', "requirements": "TARGET.HasFoo == true"})
     ad = pool.schedd().query(f"ClusterId == {result.cluster()}")[0]
     assert (ad["RequestMemory"], ad["RequestDisk"], ad["RequestGPUs"], ad["RequestCpus"]) == (2048, 3 * 1024**2, 1, 1)
     assert ad["JobDurationCategory"] == "Long" and ad["TargetAnnexName"] == "expanse-1"
@@ -166,7 +166,7 @@ def test_job_ad_follows_condor_submit(pool, submit_dir):
     assert require_gpus.eval(classad2.ClassAd({"GlobalMemoryMb": 8000, "Capability": 7.5})) is True
     assert require_gpus.eval(classad2.ClassAd({"GlobalMemoryMb": 8000, "Capability": 7.0})) is False
     assert require_gpus.eval(classad2.ClassAd({"GlobalMemoryMb": 4000, "Capability": 8.0})) is False
-    assert "TARGET.HasFoo =!= false" in str(ad.lookup("Requirements"))
+    assert str(ad.lookup("Requirements")).startswith("(TARGET.HasFoo == true) && ")
     assert ad["Owner"] and ad["Cmd"] == str(submit_dir / "job.sh") and ad["Iwd"] == str(submit_dir)
     assert (ad["JobStatus"], ad["HoldReasonCode"]) == (5, 1)
 
