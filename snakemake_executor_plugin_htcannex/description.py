@@ -151,7 +151,7 @@ def resource_request(spec: JobSpec) -> ResourceRequest:
 
     runtime = resources.get("runtime")
     gpu_model = resources.get("gpu_model")
-    if gpu_model is not None and not GPU_MODEL.fullmatch(str(gpu_model)):
+    if gpu_model is not None and not GPU_MODEL.fullmatch(_Checker(rule).text("resources.gpu_model", gpu_model)):
         raise SubmitValueError(rule, "resources.gpu_model", gpu_model,
                                "a GPU model is letters, digits, spaces, '-' and '_' (e.g. A100, H200, RTX 2080)")
     capability = resources.get("gpu_capability")
@@ -274,12 +274,13 @@ def _command(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
     image = spec.container or options.container_image
     commands = {}
     if image:
+        image = check.text("container", image)
         if not CONTAINER_IMAGE.fullmatch(image):
             raise SubmitValueError(spec.rule, "container", image,
                                    "a container image is a path, an osdf:// URL or a docker:// reference, "
                                    "without spaces or commas")
         commands["universe"] = "container"
-        commands["container_image"] = check.text("container", image)
+        commands["container_image"] = image
     else:
         commands["universe"] = "vanilla"
     commands["executable"] = argv[0]
