@@ -1,0 +1,322 @@
+"""The Snakemake remote executor: each Snakemake job becomes one HTCondor job.
+
+run_job: place the job (rotation), make sure its annex is up or coming
+(annex.py; held until it is), describe it (description.py) and submit it
+through the schedd seam. check_active_jobs: read the one event log
+(tracking.py) and turn events into Snakemake's success/error callbacks.
+"""
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+from typing import AsyncGenerator, Optional
+
+import htcondor2
+from snakemake_interface_common.exceptions import WorkflowError
+from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
+from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
+from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
+
+from . import schedd as schedd_seam
+from .annex import AnnexLedger, AnnexManager, AnnexState, EmbeddedBackend, HtcondorCliBackend
+from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit
+from .rotation import RotationError, render_plan
+from .sites import HtcannexConfigError, SiteRefusal, load_catalogue
+from .tracking import EventLogTracker, HoldPolicy, JobPhase
+from .units import UnitError, parse_duration_s
+
+STATE_DIR = Path(".htcannex")
+STDERR_TAIL_LINES = 20
+# HTCondor starts jobs with no PATH; the spawned Snakemake (its ILP scheduler
+# included) and the rules' shell commands need one.
+EXECUTE_POINT_PATH = "/usr/local/bin:/usr/bin:/bin"
+# A job runs a whole Snakemake process (~150 MB) before the rule's command, so a
+# job without mem_mb/disk_mb gets Snakemake's own "full" defaults instead of the
+# pool's (128 MB of memory on many pools).
+SPAWNED_SNAKEMAKE_DEFAULTS = {"mem_mb": 1000, "disk_mb": 1000}
+
+
+class Executor(RemoteExecutor):
+    def __init__(self, workflow, logger):
+        # RemoteExecutor.__init__ starts the status thread before __post_init__,
+        # and that thread calls check_active_jobs at once: it must find this.
+        self._runtime: Optional[_Runtime] = None
+        super().__init__(workflow, logger)
+
+    def __post_init__(self):
+        self._runtime = _Runtime.open(self.workflow.executor_settings, self.workflow)
+        self._print_plan()
+
+    # -- Snakemake's hooks ---------------------------------------------------
+
+    def get_python_executable(self):
+        # The embedded pool's execute points are this machine: use this Python.
+        if self._runtime is not None and self._runtime.connection.pool is not None:
+            return sys.executable
+        return super().get_python_executable()
+
+    def additional_general_args(self) -> str:
+        # Without a common working directory Snakemake hands spawned jobs the
+        # submit side's --directory; an HTCondor job must stay in its sandbox,
+        # where file transfer put the inputs at their relative paths.
+        return "" if self._runtime.submit_options.shared_fs else "--directory ."
+
+    def run_job(self, job: JobExecutorInterface):
+        runtime = self._runtime
+        try:
+            placement = runtime.config.rotation.place(job.name, _wildcards_of(job), job.attempt)
+        except RotationError as error:
+            raise WorkflowError(str(error)) from error
+        site = runtime.config.sites[placement.site] if placement.site else None
+        hold_for_annex = False
+        if site is not None and site.kind == "annex":
+            status = runtime.annexes.ensure(site)
+            hold_for_annex = status.state is not AnnexState.UP
+            if status.message:
+                self.logger.warning(status.message) if status.state is AnnexState.WAITING else self.logger.info(status.message)
+        try:
+            submit = build_submit(self._job_spec(job), site, runtime.submit_options)
+        except (SubmitValueError, SiteRefusal) as error:
+            raise WorkflowError(str(error)) from error
+        if hold_for_annex:
+            # HTCondor creates an annex only for a user with a job queued for it.
+            submit["hold"] = "true"
+        result = runtime.connection.schedd.submit(submit)
+        job_id = f"{result.cluster()}.{result.first_proc()}"
+        where = f" on {site.name}" if site else ""
+        self.logger.info(f"Submitted job {job.jobid} as HTCondor job {job_id}{where}"
+                         + (" (held until its annex is up)" if hold_for_annex else ""))
+        self.report_job_submission(SubmittedJobInfo(
+            job, external_jobid=job_id,
+            aux={
+                "site": site,
+                "held_for_annex": hold_for_annex,
+                "waiting_since": time.time(),
+                "stderr": submit.get("error"),  # relative to the submit directory, here
+            },
+        ))
+
+    async def check_active_jobs(
+        self, active_jobs: list[SubmittedJobInfo]
+    ) -> AsyncGenerator[SubmittedJobInfo, None]:
+        runtime = self._runtime
+        if runtime is None or not active_jobs:
+            for job_info in active_jobs:
+                yield job_info
+            return
+        async with self.status_rate_limiter:
+            runtime.tracker.poll()
+        for job_info in active_jobs:
+            if self._still_active(job_info):
+                yield job_info
+
+    def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]):
+        ids = [job_info.external_jobid for job_info in active_jobs]
+        if ids and self._runtime is not None:
+            self._runtime.connection.schedd.act(
+                htcondor2.JobAction.Remove, ids, reason="Snakemake was cancelled"
+            )
+
+    def shutdown(self):
+        super().shutdown()
+        if self._runtime is not None:
+            self._runtime.tracker.close()
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _still_active(self, job_info: SubmittedJobInfo) -> bool:
+        """Act on what the event log says about one job; False once it is reported."""
+        runtime = self._runtime
+        aux = job_info.aux
+        if aux["held_for_annex"]:
+            return self._wait_for_annex(job_info)
+        record = runtime.tracker.jobs.get(job_info.external_jobid)
+        if record is None or record.phase is JobPhase.RUNNING:
+            return True
+        rule = job_info.job.name
+        if record.phase is JobPhase.SUCCEEDED:
+            self.report_job_success(job_info)
+            return False
+        if record.phase is JobPhase.FAILED:
+            self.report_job_error(job_info, msg=self._failure_message(job_info, record))
+            return False
+        if record.phase is JobPhase.REMOVED:
+            self.report_job_error(
+                job_info, msg=f"HTCondor job {record.job_id} was removed: {record.end_reason}. "
+            )
+            return False
+        if record.phase is JobPhase.HELD:
+            decision = runtime.hold_policy.decide(record, rule)
+            if decision is None:
+                return True
+            if decision.release:
+                self.logger.warning(decision.message)
+                runtime.connection.schedd.act(htcondor2.JobAction.Release, record.job_id, reason=decision.message)
+                return True
+            self._remove(record.job_id, "held: " + (record.hold_reason or ""))
+            self.report_job_error(job_info, msg=decision.message + " ")
+            return False
+        # Idle: released, or evicted when its annex expired. An annex job idle
+        # too long with its annex gone waits for nothing.
+        site = aux["site"]
+        if site is not None and site.kind == "annex" and not runtime.annexes.is_up(site.name):
+            if aux.get("idle_since") is None:
+                aux["idle_since"] = time.time()
+            if time.time() - aux["idle_since"] > runtime.idle_timeout_s:
+                return self._fail_waiting(job_info, f"its annex {site.name} is gone (expired?)")
+        else:
+            aux["idle_since"] = None
+        return True
+
+    def _wait_for_annex(self, job_info: SubmittedJobInfo) -> bool:
+        runtime = self._runtime
+        site = job_info.aux["site"]
+        status = runtime.annexes.ensure(site)  # also retries a request a guard once refused
+        if status.state is AnnexState.UP:
+            runtime.connection.schedd.act(
+                htcondor2.JobAction.Release, job_info.external_jobid, reason=f"annex {site.name} is up"
+            )
+            job_info.aux["held_for_annex"] = False
+            self.logger.info(f"Annex {site.name} is up: released HTCondor job {job_info.external_jobid}")
+            return True
+        if time.time() - job_info.aux["waiting_since"] > runtime.idle_timeout_s:
+            return self._fail_waiting(job_info, f"annex {site.name} did not come up. {status.message}")
+        return True
+
+    def _fail_waiting(self, job_info: SubmittedJobInfo, why: str) -> bool:
+        timeout = self._runtime.idle_timeout_s
+        self._remove(job_info.external_jobid, f"waited over {timeout:g} s for its annex")
+        self.report_job_error(job_info, msg=(
+            f"HTCondor job {job_info.external_jobid} waited over {timeout:g} s and did not run: "
+            f"{why} The job was removed. With --retries, Snakemake resubmits it as the next "
+            f"attempt, which rotation sends to the next site. "
+        ))
+        return False
+
+    def _remove(self, job_id: str, reason: str) -> None:
+        self._runtime.connection.schedd.act(htcondor2.JobAction.Remove, job_id, reason=reason)
+
+    def _failure_message(self, job_info: SubmittedJobInfo, record) -> str:
+        where = f" on annex {record.annex}" if record.annex else ""
+        what = (
+            f"exited with return value {record.return_value}"
+            if record.return_value is not None else record.end_reason
+        )
+        message = f"HTCondor job {record.job_id}{where} {what}. "
+        tail = _tail(job_info.aux["stderr"])
+        if tail:
+            message += f"Last lines of its stderr:\n{tail}\n"
+        return message
+
+    def _job_spec(self, job: JobExecutorInterface) -> JobSpec:
+        return JobSpec(
+            rule=job.name,
+            jobid=job.jobid,
+            # format_job_exec() is a shell command (it may `export` variables and
+            # chain with &&), quoted for a shell: hand it to one, never re-quote it.
+            argv=["/bin/sh", "-c", self.format_job_exec(job)],
+            wildcards=_wildcards_of(job),
+            resources=_with_defaults(dict(job.resources.items())),
+            threads=job.threads,
+            attempt=job.attempt,
+            inputs=list(job.input),
+            # Log files are outputs of the job too: they must come back.
+            outputs=list(job.output) + list(job.log),
+        )
+
+    def _print_plan(self) -> None:
+        config = self._runtime.config
+        jobs = [(job.name, _wildcards_of(job)) for job in self.workflow.dag.needrun_jobs() if not job.is_group()]
+        try:
+            placements = config.rotation.plan(jobs)
+        except RotationError as error:
+            raise WorkflowError(str(error)) from error
+        if placements:
+            self.logger.info("htcannex plan (run x chunk -> site):\n" + render_plan(config.rotation, placements))
+
+
+def _wildcards_of(job: JobExecutorInterface) -> dict:
+    # A group job spans several rules and has no wildcards of its own; it is
+    # placed with policy "any" unless a profile names the group.
+    return {} if job.is_group() else dict(job.wildcards.items())
+
+
+def _with_defaults(resources: dict) -> dict:
+    sized = {name.split("_")[0] for name in resources if name.startswith(("mem", "disk"))}
+    defaults = {name: value for name, value in SPAWNED_SNAKEMAKE_DEFAULTS.items() if name.split("_")[0] not in sized}
+    return {**defaults, **resources}
+
+
+def _tail(path: Optional[str], lines: int = STDERR_TAIL_LINES) -> str:
+    if not path:
+        return ""
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+class _Runtime:
+    """Everything the executor opens once per Snakemake run."""
+
+    def __init__(self, config, connection, tracker, annexes, hold_policy, submit_options, idle_timeout_s):
+        self.config = config
+        self.connection = connection
+        self.tracker = tracker
+        self.annexes = annexes
+        self.hold_policy = hold_policy
+        self.submit_options = submit_options
+        self.idle_timeout_s = idle_timeout_s
+
+    @classmethod
+    def open(cls, settings, workflow) -> "_Runtime":
+        if settings.config is None:
+            raise WorkflowError(
+                "htcannex needs its profile file: set --htcannex-config PATH, or "
+                "`htcannex-config: htcannex.yaml` in the profile's config.yaml "
+                "(`htcannex profiles install` installs the local and nairr profiles)"
+            )
+        config_path = Path(settings.config).expanduser().resolve()
+        try:
+            config = load_catalogue(config_path)
+        except HtcannexConfigError as error:
+            raise WorkflowError(str(error)) from error
+        state_dir = STATE_DIR.resolve()
+        target = settings.schedd or config.pool
+        pool_dir = Path(settings.pool_dir).resolve() if settings.pool_dir else None
+        connection = schedd_seam.connect(target, pool_dir)
+        backend = (
+            EmbeddedBackend(connection.pool, config_path)
+            if connection.pool is not None else HtcondorCliBackend()
+        )
+        guards = config.annex
+        if settings.max_annexes is not None:
+            guards = dataclasses.replace(guards, max_annexes=settings.max_annexes)
+        annexes = AnnexManager(
+            connection.collector, backend, AnnexLedger(state_dir / "annex-requests.json"),
+            guards, mode=settings.annex_mode or config.annex.mode,
+        )
+        try:
+            idle_timeout_s = (
+                parse_duration_s(settings.idle_timeout, field="--htcannex-idle-timeout")
+                if settings.idle_timeout else config.annex.idle_timeout_s
+            )
+        except UnitError as error:
+            raise WorkflowError(str(error)) from error
+        submit_options = SubmitOptions(
+            workdir=Path.cwd(),
+            log_path=state_dir / "jobs.log",
+            shared_fs=settings.shared_fs,
+            # Environment variables reach the job through the command's own
+            # `export` (pass_envvar_declarations_to_cmd), not the job ad.
+            container_image=settings.container_image,
+            # The embedded pool's execute points are this machine.
+            environment={"PATH": os.environ["PATH"] if connection.pool is not None else EXECUTE_POINT_PATH},
+            workflow_sources=() if settings.shared_fs else sorted(workflow.dag.get_sources()),
+        )
+        submit_options.logs_dir.mkdir(parents=True, exist_ok=True)
+        return cls(
+            config, connection, EventLogTracker(state_dir / "jobs.log"), annexes,
+            HoldPolicy(settings.hold_policy, settings.hold_releases), submit_options, idle_timeout_s,
+        )
