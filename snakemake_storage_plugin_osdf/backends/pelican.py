@@ -36,7 +36,10 @@ class PelicanFederation:
         except Exception as error:
             message = redact(f"{type(error).__name__}: {error}", self._token)
             raise WorkflowError(
-                f"OSDF {what} of osdf://{path} via {self.discovery_url} failed: {message}"
+                f"OSDF {what} of osdf://{path} via {self.discovery_url} failed: {message}. "
+                "A refused token looks like an unreachable cache to pelicanfs: check the "
+                "token (--storage-osdf-token-file, BEARER_TOKEN, BEARER_TOKEN_FILE) and "
+                "the federation (--storage-osdf-federation)."
             ) from None
 
     def info(self, path: str) -> Optional[ObjectInfo]:
