@@ -67,7 +67,7 @@ OWNED_BY_RESOURCE = {
     "error": "htcannex", "initialdir": "htcannex", "transfer_input_files": "the rule's input",
     "transfer_output_files": "the rule's output", "should_transfer_files": "the shared-fs setting",
     "when_to_transfer_output": "htcannex", "preserve_relative_paths": "htcannex",
-    "transfer_executable": "htcannex",
+    "transfer_executable": "htcannex", "transfer_output_remaps": "the job's output remaps",
 }
 OWNED_ATTRIBUTES = {"targetannexname": "the rotation", "jobdurationcategory": "runtime"}
 OWNED_ATTRIBUTE_PREFIX = "htcannex"
@@ -93,7 +93,10 @@ class JobSpec:
     threads: int = 1
     attempt: int = 1
     inputs: Sequence[str] = ()  # paths relative to the workdir, or osdf:// URLs
-    outputs: Sequence[str] = ()  # paths relative to the workdir
+    outputs: Sequence[str] = ()  # paths relative to the workdir (or the sandbox, for remapped ones)
+    # output (as listed in outputs) -> where HTCondor puts it instead: an osdf:// URL or a path
+    output_remaps: Mapping[str, str] = field(default_factory=dict)
+    environment: Mapping[str, str] = field(default_factory=dict)  # this job's; wins over the profile's
     container: str | None = None  # the rule's container; overrides the profile's
 
 
@@ -127,8 +130,9 @@ def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> ht
     commands.update(_command(spec, options, check))
     commands.update(_resources(request, site, check, spec.resources))
     commands.update(_files(spec, options, check))
-    if options.environment:
-        commands["environment"] = _environment(options.environment, check)
+    environment = {**options.environment, **spec.environment}
+    if environment:
+        commands["environment"] = _environment(environment, check)
     commands.update(_identity(spec, site))
     extras = {**options.extra_commands, **_rule_extras(spec, check)}
     for key, value in extras.items():
@@ -341,7 +345,25 @@ def _files(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
         commands["transfer_input_files"] = ", ".join(transfer_in)
     if outputs:
         commands["transfer_output_files"] = ", ".join(dict.fromkeys(outputs))
+    if spec.output_remaps:
+        commands["transfer_output_remaps"] = _remaps(spec, outputs, options, check)
     return commands
+
+
+def _remaps(spec: JobSpec, outputs: list[str], options: SubmitOptions, check: _Checker) -> str:
+    """`transfer_output_remaps`: "name = destination; ..." for outputs listed in transfer_output_files."""
+    entries = []
+    for name, destination in spec.output_remaps.items():
+        field = f"output remap {name!r}"
+        source = check.path(field, name, options.workdir)
+        if source not in outputs:
+            raise SubmitValueError(spec.rule, field, name, "only a listed output can be remapped; add it to outputs")
+        target = check.path(field, destination, options.workdir)
+        if ";" in source + target or "=" in source + target:
+            raise SubmitValueError(spec.rule, field, f"{name} = {destination}",
+                                   "';' and '=' separate remaps: a remapped name cannot contain them")
+        entries.append(f"{source} = {target}")
+    return '"' + "; ".join(entries) + '"'
 
 
 def _environment(environment: Mapping[str, str], check: _Checker) -> str:

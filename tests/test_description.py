@@ -52,15 +52,18 @@ def test_standard_resources_map_to_htcondor_requests(options):
     submit = submit_for(options, threads=4, resources={
         "mem_mb": 4096, "disk_mb": 20480, "gpu": 2, "gpu_model": "A100", "gpu_memory": "40GB",
         "gpu_capability": "8.0", "runtime": 90})
-    assert submit["request_cpus"] == "4"
-    assert submit["request_memory"] == "4096MB"
-    assert submit["request_disk"] == "20480MB"  # explicit unit: request_disk's bare unit is KiB
-    assert submit["request_gpus"] == "2"
-    assert submit["gpus_minimum_memory"] == "40960MB"
-    assert submit["gpus_minimum_capability"] == "8.0"
-    assert submit["requirements"] == 'regexp("A100", TARGET.GPUs_DeviceName, "i")'
-    assert submit["allowed_execute_duration"] == "5400"
-    assert submit["MY.JobDurationCategory"] == '"Medium"'
+    expected = {
+        "request_cpus": "4",
+        "request_memory": "4096MB",
+        "request_disk": "20480MB",  # explicit unit: request_disk's bare unit is KiB
+        "request_gpus": "2",
+        "gpus_minimum_memory": "40960MB",
+        "gpus_minimum_capability": "8.0",
+        "requirements": 'regexp("A100", TARGET.GPUs_DeviceName, "i")',
+        "allowed_execute_duration": "5400",
+        "MY.JobDurationCategory": '"Medium"',
+    }
+    assert {key: submit[key] for key in expected} == expected
 
 
 @pytest.mark.parametrize(
@@ -170,6 +173,35 @@ def test_file_transfer_keeps_relative_paths(options, tmp_path):
     assert submit["transfer_output_files"] == "results/r0/ckpt_1.pt, logs/r0/1.log"
 
 
+def test_output_remaps_send_sandbox_files_to_osdf(options):
+    stored = ".snakemake/storage/osdf/ns/run0/ckpt_1.pt"
+    submit = submit_for(options, outputs=["results/r0/log.txt", stored, stored + ".sha256"],
+                        output_remaps={stored: "osdf:///ns/run0/ckpt_1.pt",
+                                       stored + ".sha256": "osdf:///ns/run0/ckpt_1.pt.sha256"})
+    assert submit["transfer_output_remaps"] == (
+        f'"{stored} = osdf:///ns/run0/ckpt_1.pt; {stored}.sha256 = osdf:///ns/run0/ckpt_1.pt.sha256"')
+
+
+@pytest.mark.parametrize(
+    "remaps, words",
+    [
+        ({"not/listed.pt": "osdf:///ns/x"}, "only a listed output"),
+        ({"out.pt": "osdf:///ns/x;y"}, "';' and '='"),
+        ({"out.pt": "https://example.org/x"}, "only osdf://"),
+        ({"out.pt": "osdf:///ns/x\nqueue 5"}, "newline"),
+    ],
+)
+def test_bad_output_remaps_are_refused(options, remaps, words):
+    with pytest.raises(SubmitValueError, match=words):
+        submit_for(options, outputs=["out.pt"], output_remaps=remaps)
+
+
+def test_job_environment_wins_over_the_profile(options):
+    profile = SubmitOptions(**{**options.__dict__, "environment": {"BACKEND": "origin", "KEEP": "1"}})
+    submit = submit_for(profile, environment={"BACKEND": "htcondor"})
+    assert parse_environment(submit.expand("environment")) == {"BACKEND": "htcondor", "KEEP": "1"}
+
+
 def test_shared_filesystem_mode_transfers_nothing(options):
     shared = SubmitOptions(**{**options.__dict__, "shared_fs": True})
     submit = dict(submit_for(shared, inputs=["a"], outputs=["b"]))
@@ -237,12 +269,15 @@ def test_escape_hatch_passes_valid_commands(options):
     submit = submit_for(SubmitOptions(**{**options.__dict__, "extra_commands": extras}),
                         resources={"gpu": 1, "gpu_model": "H200",
                                    "htcannex_submit": '{"batch_name": "sweep-1", "max_retries": 3}'})
-    assert submit["max_retries"] == "3"  # the rule's value wins over the profile's
-    assert submit["MY.WantGPULab"] == "true"
-    assert submit["MY.GPUJobLength"] == '"short"'
-    assert submit["periodic_release"] == "NumJobStarts < 3"
-    assert submit["batch_name"] == "sweep-1"
-    assert submit["requirements"] == '(regexp("H200", TARGET.GPUs_DeviceName, "i")) && (TARGET.HasCHTCStaging)'
+    expected = {
+        "max_retries": "3",  # the rule's value wins over the profile's
+        "MY.WantGPULab": "true",
+        "MY.GPUJobLength": '"short"',
+        "periodic_release": "NumJobStarts < 3",
+        "batch_name": "sweep-1",
+        "requirements": '(regexp("H200", TARGET.GPUs_DeviceName, "i")) && (TARGET.HasCHTCStaging)',
+    }
+    assert {key: submit[key] for key in expected} == expected
 
 
 @pytest.mark.parametrize(
