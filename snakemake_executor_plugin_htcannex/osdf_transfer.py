@@ -43,9 +43,15 @@ class OsdfTransfers:
     environment: dict[str, str] = field(default_factory=dict)  # add to environment
 
     @property
-    def remaps_value(self) -> str:
-        """``transfer_output_remaps`` as HTCondor wants it: ``"a = url; b = url"``."""
-        return "; ".join(f"{name} = {url}" for name, url in self.output_remaps.items())
+    def inputs(self) -> tuple[str, ...]:
+        """Everything for ``transfer_input_files`` (``JobSpec.inputs``)."""
+        return self.local_inputs + self.input_urls
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """Everything for ``transfer_output_files`` (``JobSpec.outputs``); the OSDF ones
+        are remapped by ``output_remaps`` (``JobSpec.output_remaps``)."""
+        return self.local_outputs + self.output_files
 
 
 def plan(

@@ -53,9 +53,8 @@ def test_plan_turns_osdf_files_into_url_transfers_and_keeps_local_ones(access_po
         local: f"{RUN}/ckpt-5.pt",
         local + ".sha256": f"{RUN}/ckpt-5.pt.sha256",
     }
-    assert plan.remaps_value == (
-        f"{local} = {RUN}/ckpt-5.pt; {local}.sha256 = {RUN}/ckpt-5.pt.sha256"
-    )
+    assert plan.inputs == ("data/train.csv", f"{RUN}/ckpt-4.pt", f"{RUN}/ckpt-4.pt.sha256")
+    assert plan.outputs == ("logs/chunk5.log", local, local + ".sha256")
     assert plan.environment == {"SNAKEMAKE_STORAGE_OSDF_BACKEND": "htcondor"}
 
 
