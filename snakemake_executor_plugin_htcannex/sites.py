@@ -422,15 +422,17 @@ class _Loader:
         if facts == "system-table":
             table = self.table_facts(key, entry)
         else:
-            table = self.catalogue_facts(key, entry)
+            table = self.catalogue_facts(entry)
         cpus = common["cpus"] if common["cpus"] is not None else table["cpus"]
         memory_mb = common["memory_mb"] if common["memory_mb"] is not None else table["memory_mb"]
         gpus = entry.get("gpus", table["gpus"])
         max_lifetime_s = (self.duration(f"{key}.max_lifetime", entry["max_lifetime"])
                           if "max_lifetime" in entry else table["max_lifetime_s"])
+        source = "HTCondor's SYSTEM_TABLE does not give it" if facts == "system-table" else \
+            "a site with facts: catalogue gives all its facts"
         for name, value in (("cpus", cpus), ("memory", memory_mb), ("max_lifetime", max_lifetime_s)):
             if value is None:
-                raise self.error(f"{key}.{name}", "is missing and HTCondor's SYSTEM_TABLE does not give it",
+                raise self.error(f"{key}.{name}", f"is missing and {source}",
                                  f"add {name}: for this queue (or instance type)")
         if "lifetime" not in entry:
             raise self.error(f"{key}.lifetime", "is missing",
@@ -465,7 +467,7 @@ class _Loader:
             self.check_against_table(key, entry, site, table)
         return site
 
-    def catalogue_facts(self, key: str, entry: dict) -> dict:
+    def catalogue_facts(self, entry: dict) -> dict:
         """Facts of a site HTCondor's table does not know: all from the catalogue."""
         whole_node = entry.get("whole_node", False)
         return {"allocation": "node" if whole_node else "cores_or_ram", "cpus": None, "memory_mb": None,
