@@ -155,7 +155,7 @@ class EmbeddedBackend:
     def command(self, site: Site) -> list[str]:
         argv = ["htcannex", "annex", "create", site.name]
         if self.config_path is not None:
-            argv += ["--config", str(self.config_path)]
+            argv += ["--htcannex-config", str(self.config_path)]
         return argv + ["--pool-dir", str(self.pool.spool_dir)]
 
     def describe(self, site: Site) -> str:

@@ -1,0 +1,106 @@
+"""`htcannex annex plan | create`: which chunk goes where; create a site's annex by hand.
+
+`plan` is the dry run of the rotation: Snakemake's own `-n` runs its dry-run
+executor, never this plugin, so the plan (run x chunk -> site) is printed here
+and at the start of every real run.
+"""
+import sys
+from pathlib import Path
+
+from snakemake_interface_common.exceptions import WorkflowError
+
+from ..rotation import RotationError, render_plan
+from ..sites import HtcannexConfigError, load_catalogue
+
+
+def catalogue_path(args) -> Path:
+    """The htcannex.yaml named by --htcannex-config, or the one in --profile's directory."""
+    if args.htcannex_config:
+        return Path(args.htcannex_config)
+    from snakemake.cli import get_profile_dir  # resolves NAME as `snakemake --profile NAME` does
+
+    found = get_profile_dir(args.profile)
+    if found is None:
+        raise HtcannexConfigError(args.profile, "--profile", "no such Snakemake profile",
+                                  "run `htcannex profiles install`, or give a profile directory")
+    return found[0] / "htcannex.yaml"
+
+
+def needed_jobs(snakefile: Path, workdir: Path) -> list[tuple[str, dict]]:
+    """(rule, wildcards) of every job a run would execute now."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import OutputSettings, Quietness, ResourceSettings
+
+    with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+        workflow_api = api.workflow(
+            resource_settings=ResourceSettings(cores=1), snakefile=snakefile, workdir=workdir
+        )
+        workflow_api.dag()
+        # Snakemake's API has no public job listing; these are the two steps its
+        # own dry run takes before scheduling.
+        workflow = workflow_api._workflow
+        workflow._prepare_dag(forceall=False, ignore_incomplete=False, lock_warn_only=True, nolock=True)
+        workflow._build_dag()
+        return [(job.rule.name, dict(job.wildcards_dict)) for job in workflow.dag.needrun_jobs()]
+
+
+def plan(args) -> int:
+    catalogue = load_catalogue(catalogue_path(args))
+    jobs = needed_jobs(Path(args.snakefile).resolve(), Path.cwd())
+    placements = catalogue.rotation.plan(jobs)
+    if not placements:
+        print("nothing to place: no job of a rotated rule needs to run "
+              f"(rotated rules: {', '.join(catalogue.rotation.rules) or 'none'})")
+        return 0
+    print(render_plan(catalogue.rotation, placements))
+    return 0
+
+
+def create(args) -> int:
+    from ..annex import AnnexLedger, AnnexManager, EmbeddedBackend, HtcondorCliBackend
+    from ..executor import STATE_DIR
+    from ..schedd import connect
+
+    path = catalogue_path(args)
+    catalogue = load_catalogue(path)
+    if args.site not in catalogue.sites:
+        raise HtcannexConfigError(path, f"sites.{args.site}", "no such site",
+                                  f"name one of {', '.join(catalogue.sites)}")
+    site = catalogue.sites[args.site]
+    connection = connect(args.schedd or catalogue.pool, Path(args.pool_dir) if args.pool_dir else None)
+    backend = EmbeddedBackend(connection.pool, path) if connection.pool else HtcondorCliBackend()
+    # Guards and the ledger apply as in a run: a request made here is one the
+    # executor will not repeat, and it counts against the budget.
+    manager = AnnexManager(connection.collector, backend, AnnexLedger(STATE_DIR / "annex-requests.json"),
+                           catalogue.annex, mode="auto")
+    print(manager.ensure(site).message or f"annex {site.annex_name} is up")
+    return 0
+
+
+def register(nouns) -> None:
+    parser = nouns.add_parser("annex", help="rotation plan; create an annex by hand")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for name, func, help_text in (
+        ("plan", plan, "print which site each run's chunks go to (nothing is submitted)"),
+        ("create", create, "create one site's annex now, within the profile's guards"),
+    ):
+        verb = verbs.add_parser(name, help=help_text)
+        source = verb.add_mutually_exclusive_group(required=True)
+        source.add_argument("--profile", help="Snakemake profile name or directory holding htcannex.yaml")
+        source.add_argument("--htcannex-config", metavar="FILE", help="the htcannex.yaml to use")
+        verb.set_defaults(func=_reporting_errors(func))
+    verbs.choices["plan"].add_argument("-s", "--snakefile", default="Snakefile", help="default: %(default)s")
+    create_parser = verbs.choices["create"]
+    create_parser.add_argument("site", help="a site of htcannex.yaml")
+    create_parser.add_argument("--schedd", help="pool to use instead of htcannex.yaml's `pool:`")
+    create_parser.add_argument("--pool-dir", help="embedded pool spool (default: $HTCANNEX_POOL_DIR or ./.htcannex/pool)")
+
+
+def _reporting_errors(func):
+    def run(args) -> int:
+        try:
+            return func(args)
+        except (HtcannexConfigError, RotationError, WorkflowError) as error:
+            print(f"htcannex annex {args.verb}: {error}", file=sys.stderr)
+            return 2
+    return run
