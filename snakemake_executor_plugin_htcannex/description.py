@@ -245,7 +245,8 @@ class _Checker:
             raise SubmitValueError(self.rule, field, value,
                                    "a path leaving the workdir ('..') cannot travel with the job; move the file "
                                    "under the workdir")
-        return str(path)
+        # A trailing slash means "the directory's contents" to HTCondor: keep it.
+        return str(path) + ("/" if text.endswith("/") and path.parts else "")
 
     def expression(self, field: str, value: object) -> str:
         text = self.text(field, value)

@@ -173,6 +173,11 @@ def test_file_transfer_keeps_relative_paths(options, tmp_path):
     assert submit["transfer_output_files"] == "results/r0/ckpt_1.pt, logs/r0/1.log"
 
 
+def test_directory_transfers_keep_the_trailing_slash_meaning(options, tmp_path):
+    submit = submit_for(options, inputs=["data/", "models", f"{tmp_path}/refs/"])
+    assert submit["transfer_input_files"] == "data/, models, refs/"
+
+
 def test_output_remaps_send_sandbox_files_to_osdf(options):
     stored = ".snakemake/storage/osdf/ns/run0/ckpt_1.pt"
     submit = submit_for(options, outputs=["results/r0/log.txt", stored, stored + ".sha256"],
