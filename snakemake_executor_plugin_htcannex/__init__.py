@@ -30,7 +30,8 @@ common_settings = CommonSettings(
     auto_deploy_default_storage_provider=False,
     pass_default_storage_provider_args=True,
     pass_default_resources_args=True,
-    pass_envvar_declarations_to_cmd=True,
+    # Environment variables go in the job's `environment` (see executor.py).
+    pass_envvar_declarations_to_cmd=False,
     init_seconds_before_status_checks=0,
     pass_group_args=True,
 )

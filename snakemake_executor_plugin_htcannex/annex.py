@@ -162,6 +162,9 @@ class EmbeddedBackend:
         return shlex.join(self.command(site))
 
     def create(self, site: Site) -> None:
+        if any(annex["name"] == site.annex_name and annex["state"] != "expired"
+               for annex in self.pool.annexes()):
+            return  # asked for before this working directory's ledger existed
         self.pool.create_annex(
             site.annex_name, owner=getpass.getuser(), nodes=site.nodes,
             lifetime_s=site.lifetime_s, **site.slot_shape(),
@@ -241,6 +244,11 @@ class AnnexManager:
                 )
             if not answer:
                 return AnnexStatus(AnnexState.WAITING, f"annex {name} declined. {create_by_hand}")
-        self.backend.create(site)
+        try:
+            self.backend.create(site)
+        except Exception as error:  # ssh, batch system or pool refusals alike
+            return AnnexStatus(
+                AnnexState.WAITING, f"creating annex {name} failed: {error}. {create_by_hand}"
+            )
         self.ledger.add(LedgerEntry(name, site.name, site.annex_core_hours, now, site.lifetime_s))
         return AnnexStatus(AnnexState.REQUESTED, f"requested annex {name}")

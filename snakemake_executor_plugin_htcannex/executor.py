@@ -18,6 +18,7 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
+from . import osdf_transfer
 from . import schedd as schedd_seam
 from .annex import AnnexLedger, AnnexManager, AnnexState, EmbeddedBackend, HtcondorCliBackend
 from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit
@@ -210,6 +211,18 @@ class Executor(RemoteExecutor):
         return message
 
     def _job_spec(self, job: JobExecutorInterface) -> JobSpec:
+        # Log files are outputs of the job too: they must come back.
+        outputs = list(job.output) + list(job.log)
+        if self._runtime.submit_options.shared_fs:
+            files = dict(inputs=list(job.input), outputs=outputs)
+        else:
+            # OSDF objects move between origin and execute point as URL transfers.
+            transfers = osdf_transfer.plan(
+                job.input, outputs,
+                sandbox_storage_prefix=str(self.workflow.storage_settings.remote_job_local_storage_prefix),
+            )
+            files = dict(inputs=transfers.inputs, outputs=transfers.outputs,
+                         output_remaps=transfers.output_remaps, environment=transfers.environment)
         return JobSpec(
             rule=job.name,
             jobid=job.jobid,
@@ -220,9 +233,7 @@ class Executor(RemoteExecutor):
             resources=_with_defaults(dict(job.resources.items())),
             threads=job.threads,
             attempt=job.attempt,
-            inputs=list(job.input),
-            # Log files are outputs of the job too: they must come back.
-            outputs=list(job.output) + list(job.log),
+            **files,
         )
 
     def _print_plan(self) -> None:
@@ -308,11 +319,15 @@ class _Runtime:
             workdir=Path.cwd(),
             log_path=state_dir / "jobs.log",
             shared_fs=settings.shared_fs,
-            # Environment variables reach the job through the command's own
-            # `export` (pass_envvar_declarations_to_cmd), not the job ad.
             container_image=settings.container_image,
-            # The embedded pool's execute points are this machine.
-            environment={"PATH": os.environ["PATH"] if connection.pool is not None else EXECUTE_POINT_PATH},
+            # Snakemake's --envvars and storage settings reach the job through its
+            # environment rather than an `export` in the command, so that a job's
+            # own variables (osdf_transfer's backend) can win over them.
+            environment={
+                # The embedded pool's execute points are this machine.
+                "PATH": os.environ["PATH"] if connection.pool is not None else EXECUTE_POINT_PATH,
+                **workflow.spawned_job_args_factory.envvars(),
+            },
             workflow_sources=() if settings.shared_fs else sorted(workflow.dag.get_sources()),
         )
         submit_options.logs_dir.mkdir(parents=True, exist_ok=True)

@@ -141,3 +141,16 @@ def test_bad_mode_names_the_setting(manager):
 def test_placeholder_login_is_refused_before_anything_runs(manager):
     with pytest.raises(ValueError, match="sites.expanse.login"):
         manager(mode="off").ensure(make_site(login="CHANGE_ME"))
+
+
+def test_failed_create_leaves_jobs_waiting_with_the_command(manager):
+    annexes = manager()
+
+    def refuse(site):
+        raise RuntimeError("ssh: connection refused")
+
+    annexes.backend.create = refuse
+    status = annexes.ensure(make_site())
+    assert status.state is AnnexState.WAITING
+    assert "ssh: connection refused" in status.message and "htcondor annex create" in status.message
+    assert annexes.ledger.requests() == []  # nothing spent; the next poll tries again
