@@ -77,7 +77,7 @@ class SubmitValueError(ValueError):
     """A value that cannot go into a submit description; names rule, field and value."""
 
     def __init__(self, rule: str, field: str, value: object, why: str):
-        self.rule, self.field, self.value = rule, field, value
+        self.rule, self.field, self.value, self.why = rule, field, value, why
         super().__init__(f"rule {rule}: {field} = {value!r}: {why}")
 
 
@@ -109,7 +109,7 @@ class SubmitOptions:
     shared_fs: bool = False  # campus pool with a shared filesystem: no file transfer
     container_image: str | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
-    extra_commands: Mapping[str, object] = field(default_factory=dict)  # the profile's htcannex_submit
+    extra_commands: Mapping[str, object] = field(default_factory=dict)  # htcannex.yaml's `submit:`
     workflow_sources: Sequence[str] = ()  # Snakefile, rules, scripts, config the job needs
 
     @property
@@ -134,7 +134,9 @@ def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> ht
     if environment:
         commands["environment"] = _environment(environment, check)
     commands.update(_identity(spec, site))
-    extras = {**options.extra_commands, **_rule_extras(spec, check)}
+    # Narrowest wins: the profile's, then the site's, then the rule's own.
+    site_extras = site.submit_commands if site is not None else {}
+    extras = {**options.extra_commands, **site_extras, **_rule_extras(spec, check)}
     for key, value in extras.items():
         name, text = _extra(key, value, check)
         if name == "requirements" and "requirements" in commands:
@@ -388,6 +390,11 @@ def _identity(spec: JobSpec, site: Site | None) -> dict:
         if site.kind == "annex":
             commands["MY.TargetAnnexName"] = classad2.quote(site.annex_name)
     return commands
+
+
+def check_extra_command(key: object, value: object) -> None:
+    """Raise SubmitValueError unless `key: value` may pass the escape hatch (for the catalogue loader)."""
+    _extra(key, value, _Checker("(any)"))
 
 
 def _rule_extras(spec: JobSpec, check: _Checker) -> Mapping[str, object]:

@@ -18,7 +18,7 @@ gives its facts itself.
 cannot run (see docs/sites.md for the rules).
 """
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import classad2
@@ -62,15 +62,19 @@ SITE_SCHEMA = {
         "project": {"type": "string", "minLength": 1},
         "login": {"type": "string", "minLength": 1},
         "requirements": {"type": "string", "minLength": 1},
+        "submit": {"$ref": "#/$defs/submit"},
     },
 }
+SUBMIT_SCHEMA = {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}}
 
 CATALOGUE_SCHEMA = {
+    "$defs": {"submit": SUBMIT_SCHEMA},
     "type": "object",
     "additionalProperties": False,
     "required": ["sites"],
     "properties": {
         "pool": {"type": "string", "minLength": 1},
+        "submit": {"$ref": "#/$defs/submit"},
         "run_wildcard": {"type": "string", "pattern": IDENTIFIER},
         "chunk_wildcard": {"type": "string", "pattern": IDENTIFIER},
         "rotation": {
@@ -168,6 +172,7 @@ class Site:
     gpu_capability: float | None = None
     memory_request: str = "pass"
     requirements: str | None = None
+    submit_commands: Mapping[str, object] = field(default_factory=dict)  # escape hatch, jobs here
     # annex sites
     facts: str = "system-table"
     system: str | None = None
@@ -303,6 +308,7 @@ class Catalogue:
     sites: Mapping[str, Site]
     rotation: Rotation
     annex: AnnexGuards
+    submit_commands: Mapping[str, object]  # escape hatch for every job: SubmitOptions.extra_commands
 
 
 def load_catalogue(path: Path | str) -> Catalogue:
@@ -344,6 +350,7 @@ class _Loader:
             sites=sites,
             rotation=self.rotation(document, sites),
             annex=self.annex(document.get("annex", {})),
+            submit_commands=self.submit_commands("submit", document.get("submit", {})),
         )
 
     def check_schema(self, document: dict) -> None:
@@ -372,6 +379,17 @@ class _Loader:
             raise self.error(_key(path), "is empty", "describe at least one site")
         raise self.error(_key(path), f"{error.instance!r} is invalid ({error.message})",
                          "see docs/sites.md for what this key takes")
+
+    def submit_commands(self, key: str, commands: dict) -> dict:
+        # description.py imports this module, so its checker is imported here, when loading.
+        from .description import SubmitValueError, check_extra_command
+
+        for name, value in commands.items():
+            try:
+                check_extra_command(name, value)
+            except SubmitValueError as error:
+                raise self.error(f"{key}.{name}", error.why, "see docs/sites.md, 'Escape hatch'") from None
+        return commands
 
     def size(self, key: str, value) -> int:
         try:
@@ -407,6 +425,7 @@ class _Loader:
             gpu_memory_mb=self.size(f"{key}.gpu_memory", entry["gpu_memory"]) if "gpu_memory" in entry else None,
             gpu_capability=entry.get("gpu_capability"),
             requirements=entry.get("requirements"),
+            submit_commands=self.submit_commands(f"{key}.submit", entry.get("submit", {})),
         )
         if entry["kind"] == "pool":
             return Site(

@@ -303,6 +303,18 @@ def test_escape_hatch_refusals(options, extras, words):
         submit_for(SubmitOptions(**{**options.__dict__, "extra_commands": extras}))
 
 
+def test_site_escape_hatch_sits_between_profile_and_rule(options, tmp_path):
+    catalogue = tmp_path / "htcannex.yaml"
+    catalogue.write_text("submit: {max_retries: 1, batch_name: all}\n"
+                         "sites:\n  ospool: {kind: pool, submit: {max_retries: 2, +ProjectName: p1}}\n")
+    loaded = load_catalogue(catalogue)
+    profile = SubmitOptions(**{**options.__dict__, "extra_commands": loaded.submit_commands})
+    at_ospool = submit_for(profile, site=loaded.sites["ospool"])
+    assert (at_ospool["max_retries"], at_ospool["batch_name"], at_ospool["MY.ProjectName"]) == ("2", "all", '"p1"')
+    ruled = submit_for(profile, site=loaded.sites["ospool"], resources={"htcannex_submit": "{max_retries: 3}"})
+    assert ruled["max_retries"] == "3"
+
+
 def test_rule_escape_hatch_must_be_a_mapping(options):
     with pytest.raises(SubmitValueError, match="resources.htcannex_submit"):
         submit_for(options, resources={"htcannex_submit": "max_retries=2"})

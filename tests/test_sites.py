@@ -116,12 +116,27 @@ def test_table_fills_facts_the_catalogue_leaves_out(tmp_path):
         (lambda d: d["annex"].update(mode="yes"), "annex.mode", "'yes'"),
         (lambda d: d["annex"].update(max_per_site=3), "annex.max_per_site", "more than max_annexes"),
         (lambda d: d.update(sites={}), "sites", "is empty"),
+        (lambda d: d.update(submit={"executable": "/bin/evil"}), "submit.executable", "set by htcannex"),
+        (lambda d: d["sites"]["ospool"].update(submit={"nope": 1}), "sites.ospool.submit.nope",
+         "not a submit command"),
+        (lambda d: d["sites"]["ospool"].update(submit={"+Note": "a\nb"}), "sites.ospool.submit.+Note", "newline"),
+        (lambda d: d.update(submit={"max_retries": [1]}), "submit.max_retries", "[1]"),
     ],
 )
 def test_catalogue_errors_name_file_key_and_fix(tmp_path, edit, key, words):
     error = config_error(tmp_path, edit)
     assert error.key == key
     assert words in str(error)
+
+
+def test_escape_hatch_commands_load_for_every_job_and_per_site(tmp_path):
+    def extras(document):
+        document["submit"] = {"max_retries": 2}
+        document["sites"]["ospool"]["submit"] = {"+ProjectName": "my_project"}
+    catalogue = load_with(tmp_path, extras)
+    assert catalogue.submit_commands == {"max_retries": 2}
+    assert catalogue.sites["ospool"].submit_commands == {"+ProjectName": "my_project"}
+    assert catalogue.sites["expanse"].submit_commands == {}
 
 
 def test_bridges2_gpu_type_must_be_one_the_table_lists(tmp_path):
