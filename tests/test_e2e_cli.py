@@ -23,7 +23,8 @@ HERE = Path(__file__).parent
 REPO = HERE.parent
 CHUNKS_WORKFLOW = HERE / "workflows" / "chunks"
 BIN = Path(sys.executable).parent
-TARGET = re.compile(r"--target-jobs 'train_chunk:run=(\w+),chunk=(\d+)'")
+# Snakemake's target of a spawned job, in the ad's new-syntax Arguments (quotes doubled)
+TARGET = re.compile(r"--target-jobs '+train_chunk:run=(\w+),chunk=(\d+)'")
 
 
 @pytest.fixture
@@ -84,8 +85,8 @@ def test_profiles_install_then_chunks_rotate_over_annexes(tmp_path, user_env, em
     annex_of_job, released = _read_event_log(workdir / ".htcannex" / "jobs.log")
     catalogue = load_catalogue(REPO / "profiles" / "local" / "htcannex.yaml")
     placed = 0
-    for ad in embedded_pool.schedd().history("true", ["ClusterId", "ProcId", "Args"]):
-        match = TARGET.search(str(ad.get("Args", "")))
+    for ad in embedded_pool.schedd().history("true", ["ClusterId", "ProcId", "Arguments"]):
+        match = TARGET.search(str(ad.get("Arguments", "")))
         if not match:
             continue
         run_id, chunk = match.groups()
