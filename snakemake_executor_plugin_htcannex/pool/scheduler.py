@@ -498,11 +498,11 @@ class Scheduler:
                 return
             if ad["JobStatus"] != IDLE:
                 continue
-            for slot in free:
-                if ad.symmetricMatch(slot.ad):
+            slot = next((slot for slot in free if ad.symmetricMatch(slot.ad)), None)
+            if slot is not None:
+                self._start(ad, slot)
+                if slot.job is not None:  # a start that failed (held job) leaves the slot free
                     free.remove(slot)
-                    self._start(ad, slot)
-                    break
 
     def cycle(self):
         """One pass of everything that happens without a client asking."""
