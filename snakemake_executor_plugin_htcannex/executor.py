@@ -320,6 +320,7 @@ class _Runtime:
             log_path=state_dir / "jobs.log",
             shared_fs=settings.shared_fs,
             container_image=settings.container_image,
+            extra_commands=config.submit_commands,
             # Snakemake's --envvars and storage settings reach the job through its
             # environment rather than an `export` in the command, so that a job's
             # own variables (osdf_transfer's backend) can win over them.
