@@ -34,6 +34,14 @@ HOLD_TRANSFER_OUTPUT = 12
 HOLD_TRANSFER_INPUT = 13
 HOLD_MEMORY_CODES = (34, 102)  # out of resources / memory usage over request
 TRANSIENT_HOLD_CODES = (HOLD_TRANSFER_OUTPUT, HOLD_TRANSFER_INPUT)
+ENOENT = 2  # HoldReasonSubCode of a transfer hold: the errno
+
+
+def missing_output(record: "JobRecord") -> bool:
+    """An output transfer hold because a listed output does not exist: HTCondor's
+    way of reporting a job whose command failed before writing its outputs.
+    Releasing it only runs the failing command again."""
+    return record.hold_code == HOLD_TRANSFER_OUTPUT and record.hold_subcode == ENOENT
 
 
 @dataclass
@@ -46,6 +54,8 @@ class JobRecord:
     annex: Optional[str] = None
     slot: Optional[str] = None
     ever_started: bool = False
+    started_at: Optional[float] = None  # the latest execute event (the status board's times)
+    finished_at: Optional[float] = None
     hold_reason: Optional[str] = None
     hold_code: Optional[int] = None
     hold_subcode: Optional[int] = None
@@ -94,7 +104,7 @@ class EventLogTracker:
         if event.type == JobEventType.SUBMIT:
             # A submit event starts a fresh record even for a reused id (a new
             # pool spool restarts cluster ids at 1).
-            record = self.jobs[job_id] = JobRecord(job_id)
+            record = self.jobs[job_id] = JobRecord(job_id, submitted_at=event.timestamp)
             return record
         if record is None:
             # Events of jobs submitted before this reader existed (an earlier
@@ -110,6 +120,7 @@ class EventLogTracker:
 def _on_execute(record: JobRecord, event) -> None:
     record.phase = JobPhase.RUNNING
     record.ever_started = True
+    record.started_at = event.timestamp
     record.slot = event.get("SlotName")
     props = event.get("ExecuteProps")
     annex = props.get("AnnexName") if props is not None else None
@@ -136,6 +147,7 @@ def _on_released(record: JobRecord, event) -> None:
 
 
 def _on_terminated(record: JobRecord, event) -> None:
+    record.finished_at = event.timestamp
     if event.get("TerminatedNormally"):
         record.return_value = event.get("ReturnValue")
         record.phase = JobPhase.SUCCEEDED if record.return_value == 0 else JobPhase.FAILED
@@ -196,6 +208,7 @@ class HoldPolicy:
         if (
             self.mode == "release-transient"
             and record.hold_code in TRANSIENT_HOLD_CODES
+            and not missing_output(record)
             and released < self.max_releases
         ):
             self._releases[record.job_id] = released + 1
@@ -218,6 +231,12 @@ def describe_hold(record: JobRecord, rule: str, releases: int = 0) -> str:
             f"The job used more memory than it requested. Give rule {rule} more, growing "
             f"with the attempt so `--retries` asks for more: "
             f"resources: mem_mb=lambda wildcards, attempt: 4000 * attempt"
+        )
+    elif missing_output(record):
+        fix = (
+            "The job ended without writing that output, so its command most likely failed; "
+            "HTCondor reports this as an output-transfer hold (with no exit code and no stderr "
+            f"back). Run the rule locally or see `htcannex why {record.job_id}`."
         )
     elif record.hold_code in TRANSIENT_HOLD_CODES:
         fix = (
