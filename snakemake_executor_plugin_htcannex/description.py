@@ -21,6 +21,8 @@ Why the choices below (details in docs/sites.md, "From a job to a submit"):
 - `when_to_transfer_output = ON_EXIT`: a chunk is atomic (it restarts from
   the previous checkpoint, an input), so nothing is saved from an eviction.
 """
+import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -133,7 +135,7 @@ def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> ht
     environment = {**options.environment, **spec.environment}
     if environment:
         commands["environment"] = _environment(environment, check)
-    commands.update(_identity(spec, site))
+    commands.update(_identity(spec, site, options, check))
     # Narrowest wins: the profile's, then the site's, then the rule's own.
     site_extras = site.submit_commands if site is not None else {}
     extras = {**options.extra_commands, **site_extras, **_rule_extras(spec, check)}
@@ -378,12 +380,22 @@ def _environment(environment: Mapping[str, str], check: _Checker) -> str:
     return quote_new_syntax(entries)
 
 
-def _identity(spec: JobSpec, site: Site | None) -> dict:
-    """Attributes that say which job this is and where it must run."""
+def job_signature(rule: str, outputs: Sequence[str], workdir: Path) -> str:
+    """The same for every submission of one job of one workflow directory, across Snakemake restarts
+    (Snakemake's job ids and attempts are not): what a restarted executor looks for to re-adopt it."""
+    text = "\0".join([str(Path(workdir).resolve()), rule, *sorted(outputs)])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: _Checker) -> dict:
+    """Attributes that say which job this is and where it must run (read by `htcannex status`)."""
+    wildcards = json.dumps({str(name): str(value) for name, value in spec.wildcards.items()})
     commands = {
         "MY.HtcannexRule": classad2.quote(spec.rule),
         "MY.HtcannexJobId": str(int(spec.jobid)),
         "MY.HtcannexAttempt": str(int(spec.attempt)),
+        "MY.HtcannexWildcards": classad2.quote(check.text("wildcards", wildcards)),
+        "MY.HtcannexSignature": classad2.quote(job_signature(spec.rule, spec.outputs, options.workdir)),
     }
     if site is not None:
         commands["MY.HtcannexSite"] = classad2.quote(site.name)
