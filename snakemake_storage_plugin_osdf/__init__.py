@@ -93,6 +93,10 @@ class StorageProvider(StorageProviderBase):
     def __post_init__(self):
         settings = self.settings or StorageProviderSettings()
         self.backend: Backend = _make_backend(settings, self.local_prefix)
+        if self.backend.committed_by_htcondor:
+            # Snakemake deletes local copies of storage files when a job is done, but
+            # in a job sandbox they are what HTCondor sends to the origin afterwards.
+            self.keep_local = True
 
     @classmethod
     def example_queries(cls) -> List[ExampleQuery]:

@@ -118,6 +118,8 @@ def test_inside_the_job_inputs_come_from_the_sandbox_and_outputs_stay_for_htcond
     checkpoint_out.local_path().write_bytes(b"state after chunk 5")
     checkpoint_out.store_object()
     checkpoint_out.cleanup()
+    # Snakemake must not delete the local copies either: they are what HTCondor sends
+    assert checkpoint_out.keep_local and checkpoint_in.keep_local
     # every file the submit tells HTCondor to send is there, at the listed path
     for name in plan.output_files:
         assert (sandbox / name).is_file(), name
