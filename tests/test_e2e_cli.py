@@ -109,3 +109,26 @@ def _read_event_log(path: Path):
             assert job_id not in annex_of_job, f"job {job_id} released after it ran"
             released.add(job_id)
     return annex_of_job, released
+
+
+@pytest.mark.slow
+def test_failures_are_reported_with_reason_and_fix_and_leave_no_jobs(tmp_path, user_env, embedded_pool):
+    workdir = tmp_path / "work"
+    shutil.copytree(HERE / "workflows" / "failures", workdir)
+    result = run(
+        ["snakemake", "--executor", "htcannex", "--profile", str(REPO / "profiles" / "local"),
+         "--htcannex-config", "htcannex.yaml", "--keep-going", "--retries", "0"],
+        workdir, user_env,
+    )
+    assert result.returncode != 0
+    errors = result.stderr
+    # a failed command: failed at once, not released again and again
+    assert "dies.txt" in errors and "command most likely failed" in errors
+    assert "releasing HTCondor job" not in errors
+    # a memory hold: removed, with the reason and the fix
+    assert "HoldReasonCode 34" in errors and "mem_mb=lambda wildcards, attempt" in errors
+    # nobody created the annex (mode off): the command to run, then the timeout
+    assert "htcannex annex create faraway --htcannex-config" in errors
+    assert "annex htcannex-faraway did not come up" in errors
+    # nothing is left behind in the queue, held or idle
+    assert embedded_pool.schedd().query("JobStatus != 4 && JobStatus != 3", ["ClusterId"]) == []

@@ -132,7 +132,7 @@ def test_hold_release_evict_abort(log):
 def test_transient_hold_released_a_bounded_number_of_times(log):
     tracker = EventLogTracker(log.path)
     policy = HoldPolicy("release-transient", max_releases=2)
-    log(submit("005.000"), held("005.000", 13))
+    log(submit("005.000"), held("005.000", 13, 110))
     tracker.poll()
     record = tracker.jobs["5.0"]
     assert policy.decide(record, "train").release
@@ -170,3 +170,13 @@ def test_own_submit_on_hold_is_not_a_failure(log):
 def test_unknown_hold_policy_names_the_setting():
     with pytest.raises(ValueError, match="htcannex-hold-policy"):
         HoldPolicy("keep-forever")
+
+
+def test_missing_output_is_a_failed_command_not_a_transient_hold(log):
+    tracker = EventLogTracker(log.path)
+    reason = "Transfer output files failure: reading from file chunk1.pt: (errno 2) No such file"
+    log(submit("009.000"), held("009.000", 12, 2, reason=reason))
+    tracker.poll()
+    decision = HoldPolicy("release-transient").decide(tracker.jobs["9.0"], "train_chunk")
+    assert not decision.release
+    assert "command most likely failed" in decision.message and "chunk1.pt" in decision.message
