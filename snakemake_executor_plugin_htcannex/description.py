@@ -32,6 +32,7 @@ import classad2
 import htcondor2
 import yaml
 
+from .secrets import redact
 from .sites import ResourceRequest, Site
 from .units import UnitError, format_duration_s, parse_duration_s, parse_size_mib
 
@@ -80,7 +81,7 @@ class SubmitValueError(ValueError):
 
     def __init__(self, rule: str, field: str, value: object, why: str):
         self.rule, self.field, self.value, self.why = rule, field, value, why
-        super().__init__(f"rule {rule}: {field} = {value!r}: {why}")
+        super().__init__(redact(f"rule {rule}: {field} = {value!r}: {why}"))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,63 @@
+"""Keep tokens and passwords out of submit descriptions, logs and error messages.
+
+A value in a job's `environment` is not private: the schedd stores it in the
+job ad, which `condor_q -l`, the history file and the embedded pool's spool
+keep for everyone with access to the access point. So variables whose name says
+they hold a secret (BEARER_TOKEN, *_PASSWORD, *_SECRET, *_API_KEY, ...) are
+withheld from jobs; a job gets a token the HTCondor way, as a file
+(BEARER_TOKEN_FILE, `use_oauth_services`, or a transferred token file), whose
+*path* is not a secret.
+
+`redact(text)` masks what slipped through in a message: the values of such
+variables in this process's environment, `NAME=value` pairs with a secret
+name, and bearer tokens (JWTs) wherever they appear.
+"""
+import os
+import re
+from collections.abc import Mapping
+
+MASK = "[REDACTED]"
+# Names that hold a secret; *_FILE variables hold a path to one, which is fine to pass.
+SECRET_NAME = re.compile(r"(?i)(?:TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_KEY|CREDENTIAL|PRIVATE_KEY)")
+SECRET_PAIR = re.compile(
+    r"(?i)\b(?P<name>[A-Z0-9_]*(?:TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_KEY|CREDENTIAL)[A-Z0-9_]*)"
+    r"(?P<sep>['\"]?\s*[=:]\s*)(?P<quote>['\"]?)(?P<value>[^\s'\",;]+)"
+)
+JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
+SHORTEST_SECRET = 6  # shorter values ("1", "yes") would mask ordinary words
+
+
+def is_secret_name(name: str) -> bool:
+    """BEARER_TOKEN, DB_PASSWORD, ...; not BEARER_TOKEN_FILE (a path)."""
+    return bool(SECRET_NAME.search(name)) and not name.upper().endswith("FILE")
+
+
+def withhold(environment: Mapping[str, str]) -> tuple[dict, list[str]]:
+    """(the environment without secret variables, the names withheld)."""
+    kept = {name: value for name, value in environment.items() if not is_secret_name(name)}
+    return kept, sorted(set(environment) - set(kept))
+
+
+def withheld_warning(names: list[str]) -> str:
+    return (f"not passing {', '.join(names)} to jobs: a job's environment is stored in its job ad "
+            "(the queue, the history, the pool spool), readable by others. Give jobs a token file "
+            "instead: BEARER_TOKEN_FILE pointing at a file transferred with the job, or HTCondor's "
+            "credential service (submit command use_oauth_services).")
+
+
+def secret_values(environment: Mapping[str, str] | None = None) -> list[str]:
+    """Values of secret-named variables (this process's environment by default), longest first."""
+    environment = os.environ if environment is None else environment
+    values = {value for name, value in environment.items()
+              if is_secret_name(name) and len(value) >= SHORTEST_SECRET}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: object, environment: Mapping[str, str] | None = None) -> str:
+    """`text` with every secret it contains replaced by [REDACTED]."""
+    text = str(text)
+    for value in secret_values(environment):
+        text = text.replace(value, MASK)
+    text = SECRET_PAIR.sub(lambda m: f"{m['name']}{m['sep']}{m['quote']}{MASK}"
+                           if is_secret_name(m["name"]) else m[0], text)
+    return JWT.sub(MASK, text)
