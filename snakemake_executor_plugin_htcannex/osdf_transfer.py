@@ -90,14 +90,16 @@ def plan(
             output_files.append(name)
             remaps[name] = destination
 
-    staged = bool(input_urls or output_files)
     return OsdfTransfers(
         local_inputs=tuple(local_inputs),
         local_outputs=tuple(local_outputs),
         input_urls=tuple(input_urls),
         output_files=tuple(output_files),
         output_remaps=remaps,
-        environment={BACKEND_VARIABLE: "htcondor"} if staged else {},
+        # Every job gets it, OSDF files or not: the Snakefile registers the provider
+        # in each job, and with the access point's backend it would look for the
+        # access point's origin (local) or a token (pelican) on the execute point.
+        environment={BACKEND_VARIABLE: "htcondor"},
     )
 
 

@@ -14,6 +14,7 @@ TLS uses a throw-away certificate for 127.0.0.1; clients trust it through SSL_CE
 from __future__ import annotations
 
 import asyncio
+import ssl
 import subprocess
 import threading
 from email.utils import formatdate
@@ -73,8 +74,6 @@ class FakeFederation:
         self._loop.run_forever()
 
     async def _start_sites(self) -> None:
-        import ssl
-
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(self.cert, self.key)
         director, data = web.Application(), web.Application()
@@ -131,28 +130,29 @@ class FakeFederation:
         self.requests.append((request.method, request.path))
         return request.headers.get("Authorization") == f"Bearer {self.token}"
 
-    async def _head(self, request: web.Request) -> web.Response:
+    def _readable(self, request: web.Request) -> Path | web.Response:
+        """The object's file, or the error response a cache would give instead."""
         if not self._authorized(request):
             return web.Response(status=403)
         file = self._file(request)
-        if not file.is_file():
-            return web.Response(status=404)
+        return file if file.is_file() else web.Response(status=404)
+
+    async def _head(self, request: web.Request) -> web.Response:
+        file = self._readable(request)
+        if isinstance(file, web.Response):
+            return file
         return web.Response(headers={"Content-Length": str(file.stat().st_size)})
 
-    async def _get(self, request: web.Request) -> web.StreamResponse:
-        if not self._authorized(request):
-            return web.Response(status=403)
-        file = self._file(request)
-        if not file.is_file():
-            return web.Response(status=404)
+    async def _get(self, request: web.Request) -> web.Response:
+        file = self._readable(request)
+        if isinstance(file, web.Response):
+            return file
         return web.Response(body=file.read_bytes())
 
     async def _propfind(self, request: web.Request) -> web.Response:
-        if not self._authorized(request):
-            return web.Response(status=403)
-        file = self._file(request)
-        if not file.is_file():
-            return web.Response(status=404)
+        file = self._readable(request)
+        if isinstance(file, web.Response):
+            return file
         stat = file.stat()
         body = (
             '<?xml version="1.0" encoding="utf-8"?>'

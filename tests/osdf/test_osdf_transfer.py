@@ -58,10 +58,13 @@ def test_plan_turns_osdf_files_into_url_transfers_and_keeps_local_ones(access_po
     assert plan.environment == {"SNAKEMAKE_STORAGE_OSDF_BACKEND": "htcondor"}
 
 
-def test_plan_without_osdf_files_changes_nothing(access_point):
+def test_plan_without_osdf_files_keeps_the_files_and_still_sets_the_backend(access_point):
     plan = osdf_transfer.plan([IOFile("a.txt")], [IOFile("b.txt")])
-    assert (plan.local_inputs, plan.local_outputs) == (("a.txt",), ("b.txt",))
-    assert not plan.input_urls and not plan.output_remaps and not plan.environment
+    assert (plan.inputs, plan.outputs) == (("a.txt",), ("b.txt",))
+    assert not plan.input_urls and not plan.output_remaps
+    # the job's Snakefile still registers the osdf provider: it must not go looking
+    # for the access point's origin or token on the execute point
+    assert plan.environment == {"SNAKEMAKE_STORAGE_OSDF_BACKEND": "htcondor"}
 
 
 def test_plan_refuses_two_inputs_that_would_land_on_one_name(access_point):

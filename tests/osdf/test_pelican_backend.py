@@ -62,6 +62,7 @@ def test_chunks_hand_off_through_the_federation_with_the_token(tmp_path, federat
     # every object was written once: immutability holds on the way in, too
     puts = [path for method, path in federation.requests if method == "PUT"]
     assert len(puts) == len(set(puts)) == 6
+    assert TOKEN not in run.stdout + run.stderr
 
 
 def test_a_refused_token_fails_the_run_without_showing_the_token(tmp_path, federation):
