@@ -85,3 +85,14 @@ def test_missing_object_is_named_in_the_error(tmp_path):
     assert run.returncode != 0
     assert "osdf:///ospool/ap40/data/jdoe/protein_lm/never-written.pt" in run.stderr
     assert "Missing input files" in run.stderr
+
+
+def test_a_default_prefix_turns_plain_paths_into_objects(tmp_path):
+    run = snakemake(
+        tmp_path, "plain_paths.smk",
+        "--default-storage-provider", "osdf",
+        "--default-storage-prefix", "osdf:///ospool/ap40/data/jdoe/protein_lm",
+    )
+    assert run.returncode == 0, run.stderr
+    assert checkpoint(tmp_path, 3).read_text() == "chunk 1\nchunk 2\nchunk 3\n"
+    assert not (tmp_path / "work/run0").exists()
