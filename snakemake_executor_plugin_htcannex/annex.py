@@ -202,6 +202,8 @@ class AnnexManager:
         self.mode = mode
         self.ask = ask
         self.clock = clock
+        # Asked once per run: ensure() runs again at every status check.
+        self._declined: set[str] = set()
 
     def is_up(self, name: str) -> bool:
         slots = self.collector.query(
@@ -235,6 +237,8 @@ class AnnexManager:
                 AnnexState.WAITING, f"not requesting annex {name}: {refusal}. {create_by_hand}"
             )
         if self.mode == "ask":
+            if name in self._declined:
+                return AnnexStatus(AnnexState.WAITING, f"annex {name} declined. {create_by_hand}")
             answer = self.ask(f"Create annex {name}: {self.backend.describe(site)}?")
             if answer is None:
                 return AnnexStatus(
@@ -243,6 +247,7 @@ class AnnexManager:
                     f"is treated as mode off. {create_by_hand}",
                 )
             if not answer:
+                self._declined.add(name)
                 return AnnexStatus(AnnexState.WAITING, f"annex {name} declined. {create_by_hand}")
         try:
             self.backend.create(site)

@@ -154,3 +154,11 @@ def test_failed_create_leaves_jobs_waiting_with_the_command(manager):
     assert status.state is AnnexState.WAITING
     assert "ssh: connection refused" in status.message and "htcondor annex create" in status.message
     assert annexes.ledger.requests() == []  # nothing spent; the next poll tries again
+
+
+def test_ask_declined_is_not_asked_again_in_the_same_run(manager):
+    questions = []
+    annexes = manager(mode="ask", ask=lambda q: questions.append(q) or False)
+    for _ in range(3):  # run_job, then two status checks
+        assert annexes.ensure(make_site()).state is AnnexState.WAITING
+    assert len(questions) == 1 and annexes.backend.created == []
