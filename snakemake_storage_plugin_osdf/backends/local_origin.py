@@ -26,6 +26,9 @@ class LocalOrigin:
     def __init__(self, root: Path):
         self.root = root
         self.where = f"the local origin {root}"
+        # Snakemake asks about an object many times (exists, mtime, size, inventory);
+        # hash a checkpoint once per version of the file, not once per question.
+        self._digests: dict[tuple[str, int, int], str] = {}
 
     def file_of(self, path: str) -> Path:
         return self.root / path.lstrip("/")
@@ -70,7 +73,12 @@ class LocalOrigin:
         self.file_of(path).unlink(missing_ok=True)
 
     def digest_in_place(self, path: str) -> Optional[str]:
-        return sha256_of(self.file_of(path))
+        file = self.file_of(path)
+        stat = file.stat()
+        version = (str(file), stat.st_size, stat.st_mtime_ns)
+        if version not in self._digests:
+            self._digests[version] = sha256_of(file)
+        return self._digests[version]
 
     def set_aside(self, path: str) -> str:
         source = self.file_of(path)

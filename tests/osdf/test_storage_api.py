@@ -154,3 +154,10 @@ def test_local_backend_without_origin_says_which_setting(tmp_path):
 def test_unreadable_token_file_is_named(tmp_path):
     with pytest.raises(WorkflowError, match="--storage-osdf-token-file"):
         provider_for(tmp_path, backend="pelican", token_file=str(tmp_path / "no-token"))
+
+
+def test_a_checkpoint_that_goes_bad_after_a_good_check_is_caught_on_the_next(provider, origin):
+    obj = store(provider, QUERY, b"good weights")
+    assert obj.exists()
+    (origin / "ospool/ap40/data/jdoe/protein_lm/run0/ckpt-1.pt").write_bytes(b"bad! weights")
+    assert not provider.object(QUERY).exists()
