@@ -18,8 +18,14 @@ Why the choices below (details in docs/sites.md, "From a job to a submit"):
   `preserve_relative_paths = true` keeps `results/run1/ckpt_3.pt` at that
   path both in the sandbox and back in the initial directory (without it
   HTCondor flattens every file to its basename).
-- `when_to_transfer_output = ON_EXIT`: a chunk is atomic (it restarts from
-  the previous checkpoint, an input), so nothing is saved from an eviction.
+- `when_to_transfer_output = ON_SUCCESS`: a chunk is atomic (it restarts from
+  the previous checkpoint, an input), so nothing is saved from an eviction; and
+  a failed command's Snakemake deletes its outputs, which under ON_EXIT would
+  hold the job (output missing) instead of letting it terminate with its exit
+  code. ON_SUCCESS is judged by `success_exit_code`, which must be set; that
+  alone would switch on HTCondor's own retries (DEFAULT_JOB_MAX_RETRIES), and
+  retries belong to Snakemake (a retry rotates to the next site), so
+  `max_retries = 0` (the escape hatch may change it).
 """
 import hashlib
 import json
@@ -343,7 +349,9 @@ def _files(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
                                    "write URLs from the job (a storage plugin), not through file transfer")
     commands = {
         "should_transfer_files": "YES",
-        "when_to_transfer_output": "ON_EXIT",
+        "when_to_transfer_output": "ON_SUCCESS",
+        "success_exit_code": "0",
+        "max_retries": "0",
         "preserve_relative_paths": "true",
     }
     transfer_in = list(dict.fromkeys(inputs + sources))

@@ -342,6 +342,9 @@ class _Loader:
         if not isinstance(document, dict):
             raise self.error("(top level)", "is not a mapping of keys (pool, rotation, annex, sites)",
                              "start from profiles/local/htcannex.yaml")
+        annex = document.get("annex")
+        if isinstance(annex, dict) and annex.get("mode") is False:
+            annex["mode"] = "off"  # YAML 1.1 (PyYAML) reads a bare `off` as false
         self.check_schema(document)
         sites = {name: self.site(name, entry) for name, entry in document["sites"].items()}
         return Catalogue(

@@ -156,6 +156,11 @@ def test_gpu_shared_queue_needs_the_share_spelled_out(tmp_path):
     assert error.key == "sites.bridges2.cpus" and "share" in str(error)
 
 
+def test_a_bare_off_is_the_off_mode(tmp_path):
+    text = yaml.safe_dump(BASE).replace("mode: auto", "mode: off")
+    assert load_catalogue(write(tmp_path, text)).annex.mode == "off"
+
+
 @pytest.mark.parametrize(
     "text, key",
     [("sites: [a, b", "(file)"), ("", "(top level)"), ("- a\n- b\n", "(top level)")],
