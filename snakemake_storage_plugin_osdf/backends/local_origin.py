@@ -27,7 +27,8 @@ class LocalOrigin:
         self.root = root
         self.where = f"the local origin {root}"
         # Snakemake asks about an object many times (exists, mtime, size, inventory);
-        # hash a checkpoint once per version of the file, not once per question.
+        # hash a checkpoint once per version of the file (size, mtime) in this process,
+        # not once per question. Each Snakemake run starts with a fresh memo.
         self._digests: dict[tuple[str, int, int], str] = {}
 
     def file_of(self, path: str) -> Path:

@@ -156,8 +156,10 @@ def test_unreadable_token_file_is_named(tmp_path):
         provider_for(tmp_path, backend="pelican", token_file=str(tmp_path / "no-token"))
 
 
-def test_a_checkpoint_that_goes_bad_after_a_good_check_is_caught_on_the_next(provider, origin):
-    obj = store(provider, QUERY, b"good weights")
-    assert obj.exists()
+def test_a_checkpoint_that_goes_bad_after_a_good_run_is_caught_by_the_next_run(
+    provider, origin, tmp_path
+):
+    assert store(provider, QUERY, b"good weights").exists()
     (origin / "ospool/ap40/data/jdoe/protein_lm/run0/ckpt-1.pt").write_bytes(b"bad! weights")
-    assert not provider.object(QUERY).exists()
+    next_run = provider_for(tmp_path, backend="local", local_origin=str(origin))
+    assert not next_run.object(QUERY).exists()
