@@ -160,6 +160,6 @@ def test_a_checkpoint_that_goes_bad_after_a_good_run_is_caught_by_the_next_run(
     provider, origin, tmp_path
 ):
     assert store(provider, QUERY, b"good weights").exists()
-    (origin / "ospool/ap40/data/jdoe/protein_lm/run0/ckpt-1.pt").write_bytes(b"bad! weights")
+    (origin / "ospool/ap40/data/jdoe/protein_lm/run0/ckpt-e1.pt").write_bytes(b"bad! weights")
     next_run = provider_for(tmp_path, backend="local", local_origin=str(origin))
     assert not next_run.object(QUERY).exists()
