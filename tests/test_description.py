@@ -1,9 +1,11 @@
 """From a JobSpec to an htcondor2.Submit: resources, durations, files, annex pinning, quoting, injection."""
 import getpass
+import json
 import subprocess
 import time
 from pathlib import Path
 
+import classad2
 import htcondor2
 import pytest
 
@@ -155,6 +157,20 @@ def test_identity_attributes(options):
     assert submit["error"] == str(options.logs_dir / "train_chunk-12-2.err")
     assert submit["log"] == str(options.log_path)
     assert submit["initialdir"] == str(options.workdir)
+
+
+def test_wildcards_and_signature_identify_the_job(options, tmp_path):
+    odd = {"run": 'lr=0.1 "x" $HOME\n', "chunk": "3"}
+    first = submit_for(options, wildcards=odd, outputs=["results/a.pt"], jobid=4, attempt=1)
+    assert json.loads(classad2.ExprTree(first.expand("MY.HtcannexWildcards")).eval()) == odd
+    # the signature survives a Snakemake restart (new job ids, attempts) but not other outputs or workdirs
+    again = submit_for(options, wildcards=odd, outputs=["results/a.pt"], jobid=9, attempt=2)
+    other_output = submit_for(options, outputs=["results/b.pt"])
+    elsewhere = submit_for(SubmitOptions(**{**options.__dict__, "workdir": tmp_path / "elsewhere"}),
+                           outputs=["results/a.pt"])
+    assert first["MY.HtcannexSignature"] == again["MY.HtcannexSignature"]
+    assert len({first["MY.HtcannexSignature"], other_output["MY.HtcannexSignature"],
+                elsewhere["MY.HtcannexSignature"]}) == 3
 
 
 # --- files ------------------------------------------------------------------
