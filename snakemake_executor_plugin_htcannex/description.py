@@ -276,7 +276,8 @@ def _unit(rule: str, field: str, value: object, parser) -> int:
 
 
 def _count(rule: str, field: str, value: object, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) and not (isinstance(value, str) and value.isdecimal()):
+    whole = (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.isdecimal())
+    if not whole:
         raise SubmitValueError(rule, field, value, "must be a whole number")
     if int(value) < minimum:
         raise SubmitValueError(rule, field, value, f"must be at least {minimum}")

@@ -95,6 +95,8 @@ def test_no_gpu_means_no_gpu_commands(options):
         ({"disk": "10 XB"}, "resources.disk"),
         ({"runtime": "soon"}, "resources.runtime"),
         ({"gpu": "two"}, "resources.gpu"),
+        ({"gpu": True}, "resources.gpu"),
+        ({"gpu": -1}, "resources.gpu"),
         ({"gpu": 1, "gpu_model": 'A100") || true || ("'}, "resources.gpu_model"),
         ({"gpu": 1, "gpu_capability": "eight"}, "resources.gpu_capability"),
     ],
