@@ -1,4 +1,4 @@
-"""Where OSDF objects live. Each backend answers the same five questions about an
+"""Where OSDF objects live. Each backend offers the same few operations on an
 object path (``/<namespace>/<path>``); the storage object in ``__init__`` adds
 immutability and checksums on top, the same way for all of them.
 

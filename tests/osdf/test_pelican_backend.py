@@ -27,7 +27,7 @@ def federation(tmp_path):
     running.stop()
 
 
-def snakemake(tmp_path, federation, token: str) -> subprocess.CompletedProcess:
+def snakemake(tmp_path, federation, token: str, *extra: str) -> subprocess.CompletedProcess:
     environment = {
         **os.environ,
         # the client trusts the throw-away certificate, and nothing else
@@ -42,6 +42,7 @@ def snakemake(tmp_path, federation, token: str) -> subprocess.CompletedProcess:
             "--cores", "1",
             "--storage-osdf-backend", "pelican",
             "--storage-osdf-federation", federation.discovery_url,
+            *extra,
         ],
         capture_output=True,
         text=True,
@@ -75,3 +76,15 @@ def test_a_refused_token_fails_the_run_without_showing_the_token(tmp_path, feder
     log_dir = tmp_path / "work/.snakemake/log"
     for log in log_dir.glob("*.log"):
         assert wrong not in log.read_text()
+
+
+def test_rerunning_a_chunk_cannot_replace_its_published_checkpoint(tmp_path, federation):
+    assert snakemake(tmp_path, federation, TOKEN).returncode == 0
+    published = (federation.origin / RUN0 / "ckpt-3.pt").read_bytes()
+
+    forced = snakemake(tmp_path, federation, TOKEN, "--forcerun", "train_chunk")
+
+    assert forced.returncode != 0
+    assert f"Cannot remove osdf:///{RUN0}/" in forced.stderr
+    assert "immutable" in forced.stderr and "new name" in forced.stderr
+    assert (federation.origin / RUN0 / "ckpt-3.pt").read_bytes() == published
