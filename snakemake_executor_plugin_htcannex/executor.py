@@ -18,13 +18,13 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
-from . import osdf_transfer
+from . import osdf_transfer, recovery, secrets
 from . import schedd as schedd_seam
 from .annex import AnnexLedger, AnnexManager, AnnexState, EmbeddedBackend, HtcondorCliBackend
-from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit
+from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit, job_signature
 from .rotation import RotationError, render_plan
 from .sites import HtcannexConfigError, SiteRefusal, load_catalogue
-from .tracking import EventLogTracker, HoldPolicy, JobPhase
+from .tracking import HOLD_SUBMITTED_ON_HOLD, EventLogTracker, HoldPolicy, JobPhase
 from .units import UnitError, parse_duration_s
 
 STATE_DIR = Path(".htcannex")
@@ -47,6 +47,8 @@ class Executor(RemoteExecutor):
 
     def __post_init__(self):
         self._runtime = _Runtime.open(self.workflow.executor_settings, self.workflow)
+        if self._runtime.withheld_secrets:
+            self.logger.warning(secrets.withheld_warning(self._runtime.withheld_secrets))
         self._print_plan()
 
     # -- Snakemake's hooks ---------------------------------------------------
@@ -65,6 +67,9 @@ class Executor(RemoteExecutor):
 
     def run_job(self, job: JobExecutorInterface):
         runtime = self._runtime
+        spec = self._job_spec(job)
+        if self._adopt(job, spec):
+            return
         try:
             placement = runtime.config.rotation.place(job.name, _wildcards_of(job), job.attempt)
         except RotationError as error:
@@ -77,7 +82,7 @@ class Executor(RemoteExecutor):
             if status.message:
                 self.logger.warning(status.message) if status.state is AnnexState.WAITING else self.logger.info(status.message)
         try:
-            submit = build_submit(self._job_spec(job), site, runtime.submit_options)
+            submit = build_submit(spec, site, runtime.submit_options)
         except (SubmitValueError, SiteRefusal) as error:
             raise WorkflowError(str(error)) from error
         if hold_for_annex:
@@ -88,15 +93,35 @@ class Executor(RemoteExecutor):
         where = f" on {site.name}" if site else ""
         self.logger.info(f"Submitted job {job.jobid} as HTCondor job {job_id}{where}"
                          + (" (held until its annex is up)" if hold_for_annex else ""))
+        self._track(job, job_id, site, hold_for_annex, stderr=submit.get("error"))
+
+    def _track(self, job: JobExecutorInterface, job_id: str, site, held_for_annex: bool, stderr) -> None:
         self.report_job_submission(SubmittedJobInfo(
             job, external_jobid=job_id,
             aux={
                 "site": site,
-                "held_for_annex": hold_for_annex,
+                "held_for_annex": held_for_annex,
                 "waiting_since": time.time(),
-                "stderr": submit.get("error"),  # relative to the submit directory, here
+                "stderr": stderr,  # relative to the submit directory, here
             },
         ))
+
+    def _adopt(self, job: JobExecutorInterface, spec: JobSpec) -> bool:
+        """Track the job an earlier (killed) Snakemake submitted for the same outputs instead of
+        submitting it again; False when there is none."""
+        runtime = self._runtime
+        signature = job_signature(spec.rule, spec.outputs, runtime.submit_options.workdir)
+        ad, surplus = recovery.find_queued(runtime.connection.schedd, signature)
+        if ad is None:
+            return False
+        if surplus:
+            self._remove(surplus, f"duplicate of HTCondor job {recovery.job_id(ad)}")
+        site = runtime.config.sites.get(ad.get("HtcannexSite"))
+        held_for_annex = ad["JobStatus"] == recovery.HELD and ad.get("HoldReasonCode") == HOLD_SUBMITTED_ON_HOLD
+        self.logger.info(f"Adopted HTCondor job {recovery.job_id(ad)} for job {job.jobid}: it was submitted "
+                         "before Snakemake restarted and is still queued, so it is not submitted again")
+        self._track(job, recovery.job_id(ad), site, held_for_annex, stderr=ad.get("Err"))
+        return True
 
     async def check_active_jobs(
         self, active_jobs: list[SubmittedJobInfo]
@@ -161,11 +186,11 @@ class Executor(RemoteExecutor):
         # Idle: released, or evicted when its annex expired. An annex job idle
         # too long with its annex gone waits for nothing.
         site = aux["site"]
-        if site is not None and site.kind == "annex" and not runtime.annexes.is_up(site.name):
+        if site is not None and site.kind == "annex" and not runtime.annexes.is_up(site.annex_name):
             if aux.get("idle_since") is None:
                 aux["idle_since"] = time.time()
             if time.time() - aux["idle_since"] > runtime.idle_timeout_s:
-                return self._fail_waiting(job_info, f"its annex {site.name} is gone (expired?)")
+                return self._move_or_fail(job_info, f"its annex {site.annex_name} is gone (expired?).")
         else:
             aux["idle_since"] = None
         return True
@@ -182,7 +207,27 @@ class Executor(RemoteExecutor):
             self.logger.info(f"Annex {site.name} is up: released HTCondor job {job_info.external_jobid}")
             return True
         if time.time() - job_info.aux["waiting_since"] > runtime.idle_timeout_s:
-            return self._fail_waiting(job_info, f"annex {site.name} did not come up. {status.message}")
+            return self._move_or_fail(job_info, f"annex {site.annex_name} did not come up. {status.message}")
+        return True
+
+    def _move_or_fail(self, job_info: SubmittedJobInfo, why: str) -> bool:
+        """Send a job whose annex is not there to the next site of its rotation that can run it
+        (the same job: it keeps its self-checkpoint); fail it when no site is left."""
+        runtime, aux, job = self._runtime, job_info.aux, job_info.job
+        cluster, proc = job_info.external_jobid.split(".")
+        ads = runtime.connection.schedd.query(f"ClusterId == {cluster} && ProcId == {proc}", projection=[])
+        tried = aux.setdefault("tried", {aux["site"].name})
+        site = ads and recovery.next_site(runtime.config.rotation, runtime.config.sites, job.name,
+                                          _wildcards_of(job), job.attempt, tried, ads[0])
+        if not site:
+            return self._fail_waiting(job_info, why)
+        status = runtime.annexes.ensure(site)
+        recovery.retarget(runtime.connection.schedd, job_info.external_jobid, site)
+        tried.add(site.name)
+        self.logger.warning(f"HTCondor job {job_info.external_jobid} waited over {runtime.idle_timeout_s:g} s: "
+                            f"{why} Moved it to site {site.name} (annex {site.annex_name}); it keeps its "
+                            f"self-checkpoint. {status.message}")
+        aux.update(site=site, waiting_since=time.time(), idle_since=None)
         return True
 
     def _fail_waiting(self, job_info: SubmittedJobInfo, why: str) -> bool:
@@ -205,7 +250,7 @@ class Executor(RemoteExecutor):
             if record.return_value is not None else record.end_reason
         )
         message = f"HTCondor job {record.job_id}{where} {what}. "
-        tail = _tail(job_info.aux["stderr"])
+        tail = secrets.redact(_tail(job_info.aux["stderr"]))
         if tail:
             message += f"Last lines of its stderr:\n{tail}\n"
         return message
@@ -271,7 +316,8 @@ def _tail(path: Optional[str], lines: int = STDERR_TAIL_LINES) -> str:
 class _Runtime:
     """Everything the executor opens once per Snakemake run."""
 
-    def __init__(self, config, connection, tracker, annexes, hold_policy, submit_options, idle_timeout_s):
+    def __init__(self, config, connection, tracker, annexes, hold_policy, submit_options, idle_timeout_s,
+                 withheld_secrets=()):
         self.config = config
         self.connection = connection
         self.tracker = tracker
@@ -279,6 +325,7 @@ class _Runtime:
         self.hold_policy = hold_policy
         self.submit_options = submit_options
         self.idle_timeout_s = idle_timeout_s
+        self.withheld_secrets = withheld_secrets
 
     @classmethod
     def open(cls, settings, workflow) -> "_Runtime":
@@ -315,6 +362,12 @@ class _Runtime:
             )
         except UnitError as error:
             raise WorkflowError(str(error)) from error
+        # Secrets never go into a job ad (see secrets.py); the user is told which were withheld.
+        environment, withheld = secrets.withhold({
+            # The embedded pool's execute points are this machine.
+            "PATH": os.environ["PATH"] if connection.pool is not None else EXECUTE_POINT_PATH,
+            **workflow.spawned_job_args_factory.envvars(),
+        })
         submit_options = SubmitOptions(
             workdir=Path.cwd(),
             log_path=state_dir / "jobs.log",
@@ -324,15 +377,11 @@ class _Runtime:
             # Snakemake's --envvars and storage settings reach the job through its
             # environment rather than an `export` in the command, so that a job's
             # own variables (osdf_transfer's backend) can win over them.
-            environment={
-                # The embedded pool's execute points are this machine.
-                "PATH": os.environ["PATH"] if connection.pool is not None else EXECUTE_POINT_PATH,
-                **workflow.spawned_job_args_factory.envvars(),
-            },
+            environment=environment,
             workflow_sources=() if settings.shared_fs else sorted(workflow.dag.get_sources()),
         )
         submit_options.logs_dir.mkdir(parents=True, exist_ok=True)
         return cls(
             config, connection, EventLogTracker(state_dir / "jobs.log"), annexes,
-            HoldPolicy(settings.hold_policy, settings.hold_releases), submit_options, idle_timeout_s,
+            HoldPolicy(settings.hold_policy, settings.hold_releases), submit_options, idle_timeout_s, withheld,
         )

@@ -1,0 +1,72 @@
+"""Faults the executor survives instead of failing the run.
+
+- Snakemake killed and restarted: jobs it had submitted are still in the queue
+  (the schedd, or the embedded pool's daemon, outlives it). `find_queued` finds
+  the job submitted earlier for the same outputs, by the `MY.HtcannexSignature`
+  that description.py puts in every job ad, so the executor tracks that job
+  instead of submitting a duplicate.
+- An annex that never comes up, or that expired under a running chunk: the job
+  waits idle (or held) for an annex that is not there. `next_site` picks the
+  next site of the job's rotation whose catalogue slot can run it, and
+  `retarget` edits the job's TargetAnnexName through the schedd seam, so the
+  same job, with its self-checkpoint (transfer_checkpoint_files), runs there.
+"""
+import json
+from typing import Optional
+
+import classad2
+
+from .diagnose import HELD, IDLE, RUNNING, analyse_slot, catalogue_slot_ad
+from .rotation import Rotation
+from .sites import Site
+
+QUEUED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "HtcannexSite", "HoldReasonCode", "QDate"]
+# Which of several queued copies of one job to keep: the one furthest along.
+PREFERENCE = {RUNNING: 0, IDLE: 1, HELD: 2}
+
+
+def job_id(ad: classad2.ClassAd) -> str:
+    return f"{ad['ClusterId']}.{ad['ProcId']}"
+
+
+def find_queued(schedd, signature: str) -> tuple[Optional[classad2.ClassAd], list[str]]:
+    """The queued job with this signature to adopt, and the ids of surplus copies (to remove)."""
+    ads = schedd.query(
+        constraint=f"HtcannexSignature =?= {classad2.quote(signature)} && "
+                   f"(JobStatus == {IDLE} || JobStatus == {RUNNING} || JobStatus == {HELD})",
+        projection=QUEUED_PROJECTION,
+    )
+    if not ads:
+        return None, []
+    ads.sort(key=lambda ad: (PREFERENCE[ad["JobStatus"]], -ad.get("QDate", 0)))
+    return ads[0], [job_id(ad) for ad in ads[1:]]
+
+
+def next_site(rotation: Rotation, sites: dict, rule: str, wildcards: dict, attempt: int,
+              tried: set, job_ad: classad2.ClassAd) -> Optional[Site]:
+    """The first site after this attempt's in the rule's rotation (as a retry would go), not
+    in `tried`, whose catalogue slot satisfies the job's Requirements; None when there is none."""
+    for later in range(attempt + 1, attempt + 1 + len(rotation.policy_for(rule).sites)):
+        name = rotation.place(rule, wildcards, later).site
+        if name is None or name in tried:
+            continue
+        site = sites[name]
+        if site.kind != "annex" or not (site.cpus and site.memory_mb):
+            continue
+        owner = job_ad.get("Owner", "")
+        analysis = analyse_slot(job_ad, catalogue_slot_ad(site, owner), source="catalogue", site=name)
+        if not any(clause.fails for clause in analysis.job_side):
+            return site
+    return None
+
+
+def retarget(schedd, job: str, site: Site) -> None:
+    """Point a queued job at `site`'s annex (it keeps its id, its checkpoint and its place in the queue)."""
+    schedd.edit(job, "TargetAnnexName", classad2.quote(site.annex_name))
+    schedd.edit(job, "HtcannexSite", classad2.quote(site.name))
+
+
+def wildcards_of_ad(ad: classad2.ClassAd) -> dict:
+    """The job's wildcards, as description.py recorded them (empty for jobs without)."""
+    text = ad.get("HtcannexWildcards")
+    return json.loads(text) if isinstance(text, str) else {}

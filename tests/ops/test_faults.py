@@ -1,0 +1,113 @@
+"""Faults a weeks-long run meets, survived end to end: snakemake CLI -> executor -> embedded pool.
+
+Each test injects one fault with the pool's fault hooks and checks what the user
+relies on: the workflow still finishes, no work is duplicated, and the output
+says what happened.
+"""
+import getpass
+import os
+import signal
+import subprocess
+import time
+
+import htcondor2
+import pytest
+
+from .conftest import annexes_by_job, events, run_snakemake, snakemake_argv
+
+pytestmark = pytest.mark.slow
+
+
+def wait_until(condition, timeout=60, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def running_job(pool, rule):
+    ads = pool.schedd().query(f'HtcannexRule == "{rule}" && JobStatus == 2', ["ClusterId", "ProcId", "RemoteHost"])
+    return ads[0] if ads else None
+
+
+def submissions(pool, rule):
+    """Every job ever submitted for `rule`, queued or finished."""
+    constraint = f'HtcannexRule == "{rule}"'
+    projection = ["ClusterId", "ProcId", "RequestMemory", "JobStatus"]
+    return pool.schedd().query(constraint, projection) + pool.schedd().history(constraint, projection)
+
+
+def test_annex_expiring_under_a_running_chunk_moves_the_job_to_the_next_site(workdir, user_env, embedded_pool):
+    target = "run0-chunk0.txt"  # round-robin: site a first
+    snakemake = subprocess.Popen(snakemake_argv(workdir, target, extra=["--config", "sleep=8"]), cwd=workdir,
+                                 env=user_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: running_job(embedded_pool, "chunk"), what="the chunk to start")
+        embedded_pool.inject_expire_annex("htcannex-a")
+        _, stderr = snakemake.communicate(timeout=120)
+    finally:
+        snakemake.kill()
+    assert snakemake.returncode == 0, stderr[-4000:]
+    assert (workdir / target).read_text() == "run 0 chunk 0\n"
+    [job] = submissions(embedded_pool, "chunk")  # the same job, not a resubmission
+    job_id = f"{job['ClusterId']}.{job['ProcId']}"
+    assert annexes_by_job(workdir)[job_id] == ["htcannex-a", "htcannex-b"]
+    assert any(kind == htcondor2.JobEventType.JOB_EVICTED and job == job_id for kind, job, _ in events(workdir))
+    assert f"Moved it to site b (annex htcannex-b)" in stderr
+
+
+def test_annex_that_never_comes_up_sends_the_waiting_job_to_the_next_site(workdir, user_env, embedded_pool):
+    # Site a's annex was requested but its batch job never starts.
+    embedded_pool.create_annex("htcannex-a", owner=getpass.getuser(), cpus=1, memory_mb=2048,
+                               lifetime_s=1800, comes_up=False)
+    result = run_snakemake(workdir, user_env, "run0-chunk0.txt")
+    assert result.returncode == 0, result.stderr[-4000:]
+    [job] = submissions(embedded_pool, "chunk")
+    assert annexes_by_job(workdir)[f"{job['ClusterId']}.{job['ProcId']}"] == ["htcannex-b"]
+    assert "annex htcannex-a did not come up" in result.stderr
+    assert "Moved it to site b" in result.stderr
+
+
+def test_memory_overuse_hold_is_reported_and_retried_with_more_memory(workdir, user_env, embedded_pool):
+    result = run_snakemake(workdir, user_env, "hog.txt")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (workdir / "hog.txt").exists()
+    asked = sorted(ad["RequestMemory"] for ad in submissions(embedded_pool, "hog"))
+    assert asked == [250, 1200]
+    assert "used more memory than it requested" in result.stderr
+    held = [event for kind, _, event in events(workdir) if kind == htcondor2.JobEventType.JOB_HELD]
+    assert [event["HoldReasonCode"] for event in held] == [34]
+
+
+def test_failed_input_transfer_is_released_and_the_job_finishes(workdir, user_env, embedded_pool):
+    embedded_pool.inject_fail_next_transfer()
+    result = run_snakemake(workdir, user_env, "copied.txt")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (workdir / "copied.txt").read_text() == "precious input\n"
+    assert len(submissions(embedded_pool, "copy")) == 1  # released, not resubmitted
+    kinds = [(kind, event.get("HoldReasonCode")) for kind, _, event in events(workdir)
+             if kind in (htcondor2.JobEventType.JOB_HELD, htcondor2.JobEventType.JOB_RELEASED)]
+    assert kinds == [(htcondor2.JobEventType.JOB_HELD, 13), (htcondor2.JobEventType.JOB_RELEASED, None)]
+    assert "after a transient hold" in result.stderr
+
+
+def test_restarted_snakemake_adopts_the_running_job_instead_of_resubmitting(workdir, user_env, embedded_pool):
+    target = "run0-chunk0.txt"
+    first = subprocess.Popen(snakemake_argv(workdir, target, extra=["--config", "sleep=6"]), cwd=workdir,
+                             env=user_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        wait_until(lambda: running_job(embedded_pool, "chunk"), what="the chunk to start")
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # as when the login node reboots
+        first.wait()
+    unlocked = run_snakemake(workdir, user_env, target, extra=["--unlock"])
+    assert unlocked.returncode == 0, unlocked.stderr[-2000:]
+    result = run_snakemake(workdir, user_env, target, extra=["--config", "sleep=6"])
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (workdir / target).read_text() == "run 0 chunk 0\n"
+    [job] = submissions(embedded_pool, "chunk")
+    assert f"Adopted HTCondor job {job['ClusterId']}.{job['ProcId']}" in result.stderr
