@@ -25,6 +25,9 @@ from . import protocol
 from .scheduler import RequestError, Scheduler
 
 log = logging.getLogger("htcannex.pool")
+# Requests that only look: they do not keep an idle daemon alive (a status poll
+# in a loop would otherwise stop it from ever exiting).
+OBSERVING_OPERATIONS = {"ping", "status"}
 
 
 class _ConnectionHandler(socketserver.StreamRequestHandler):
@@ -77,7 +80,8 @@ class PoolDaemon:
             if not isinstance(arguments, dict):
                 raise RequestError("the request's args must be a JSON object")
             with self.lock:
-                self.last_request = time.time()
+                if request["op"] not in OBSERVING_OPERATIONS:
+                    self.last_request = time.time()
                 try:
                     result = operation(**arguments)
                 except TypeError as error:
@@ -96,7 +100,8 @@ class PoolDaemon:
     def serve(self, socket_path: Path):
         server = _Server(str(socket_path), _ConnectionHandler)
         server.pool_daemon = self
-        threading.Thread(target=server.serve_forever, name="pool-server", daemon=True).start()
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                         name="pool-server", daemon=True).start()
         (self.spool / "daemon.pid").write_text(f"{os.getpid()}\n")
         log.info("serving %s", socket_path)
         while not self.stopping.wait(self.cycle_s):
