@@ -283,14 +283,18 @@ def match_report(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue], colle
 def render_analysis(analysis: SlotAnalysis) -> list[str]:
     verdict = "matches" if analysis.matches else "does not match"
     lines = [f"  {analysis.slot} [{analysis.source}]: {verdict}"]
+    unknown = []
     for side, clauses in (("job Requirements", analysis.job_side), ("slot START", analysis.slot_side)):
         for clause in clauses:
             if clause.fails:
                 values = ", ".join(f"{name} = {value}" for name, value in clause.values.items())
                 lines.append(f"    FAILS ({side}) {clause.text}   [{values}]")
                 lines.append(f"      -> {_fix_for(clause.text)}")
-            elif clause.unknown and analysis.source == "catalogue":
-                lines.append(f"    unknown ({side}) {clause.text}   [the catalogue does not say]")
+            elif clause.unknown:
+                unknown.append(clause.text)
+    if unknown:
+        why = "the catalogue does not say" if analysis.source == "catalogue" else "undefined on this slot"
+        lines.append(f"    not judged ({why}): {'; '.join(unknown)}")
     return lines
 
 

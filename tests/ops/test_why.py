@@ -1,0 +1,98 @@
+"""`htcannex why JOB`: the hold in plain words, or which Requirements clause fails on which slot."""
+import getpass
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import classad2
+import htcondor2
+import pytest
+
+from snakemake_executor_plugin_htcannex.diagnose import evaluate_clauses, split_conjunction
+
+CATALOGUE = Path(__file__).parent / "workflows" / "faults" / "htcannex.yaml"
+HTCANNEX = Path(sys.executable).parent / "htcannex"
+
+
+def why(pool, job_id, *extra):
+    return subprocess.run([str(HTCANNEX), "why", job_id, "--htcannex-config", str(CATALOGUE),
+                           "--pool-dir", str(pool.spool_dir), *extra],
+                          capture_output=True, text=True, timeout=60)
+
+
+def submit(pool, tmp_path, **commands):
+    description = htcondor2.Submit({"executable": "/bin/sleep", "arguments": "30", "initialdir": str(tmp_path),
+                                    "log": str(tmp_path / "jobs.log"), "MY.HtcannexRule": '"train"',
+                                    **commands})
+    result = pool.schedd().submit(description)
+    return f"{result.cluster()}.{result.first_proc()}"
+
+
+def test_clauses_are_split_at_top_level_conjunctions_only():
+    expression = ('(TARGET.Memory >= RequestMemory) && ((TARGET.GPUs >= 1) && (TARGET.Cpus >= 2)) '
+                  '&& (TARGET.Arch == "X86_64" || TARGET.Arch == "aarch64") && regexp("a&&b", TARGET.Name)')
+    assert split_conjunction(expression) == [
+        "TARGET.Memory >= RequestMemory", "TARGET.GPUs >= 1", "TARGET.Cpus >= 2",
+        'TARGET.Arch == "X86_64" || TARGET.Arch == "aarch64"', 'regexp("a&&b",TARGET.Name)',
+    ]
+    assert split_conjunction("a && b || c") == ["a && b || c"]
+
+
+def test_each_clause_is_evaluated_against_the_slot():
+    job = classad2.ClassAd({"RequestMemory": 4000, "RequestCpus": 1})
+    slot = classad2.ClassAd({"Memory": 2048, "Cpus": 4})
+    clauses = evaluate_clauses("(TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus) "
+                               "&& (TARGET.GPUs >= 1)", job, slot)
+    assert [(clause.value if isinstance(clause.value, bool) else "undefined") for clause in clauses] == [
+        False, True, "undefined"]
+    assert clauses[0].values == {"TARGET.Memory": 2048, "RequestMemory": 4000}
+
+
+def test_idle_job_names_the_failing_memory_clause_on_the_live_annex(embedded_pool, tmp_path):
+    # The catalogue says site a has 2 GB slots, but the annex that came up has 512 MB ones.
+    embedded_pool.create_annex("htcannex-a", owner=getpass.getuser(), cpus=1, memory_mb=512, lifetime_s=600)
+    job = submit(embedded_pool, tmp_path, request_memory="1000MB", **{"MY.TargetAnnexName": '"htcannex-a"'})
+    deadline = time.time() + 10
+    while not embedded_pool.collector().query(htcondor2.AdTypes.Startd, 'AnnexName == "htcannex-a"', ["Name"]):
+        assert time.time() < deadline, "annex did not come up"
+        time.sleep(0.1)
+    result = why(embedded_pool, job)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert f"job {job} (rule train) is idle" in out
+    assert "annex htcannex-a: up, 1 slot(s)" in out
+    live = out.split("slot1@htcannex-a-host1 [collector]: does not match")[1].split("[catalogue]")[0]
+    assert "FAILS (job Requirements) TARGET.Memory >= RequestMemory   [TARGET.Memory = 512, RequestMemory = 1000]" in live
+    assert "lower mem_mb" in live
+    assert "a (catalogue) [catalogue]: matches" in out  # the catalogue's 2 GB would do
+
+
+def test_job_waiting_for_an_annex_that_is_not_up_says_so(embedded_pool, tmp_path):
+    job = submit(embedded_pool, tmp_path, request_gpus="1", **{"MY.TargetAnnexName": '"htcannex-b"'})
+    out = why(embedded_pool, job).stdout
+    assert "annex htcannex-b: NOT UP" in out
+    # No site of the catalogue has GPUs: every catalogue slot fails the GPU clause.
+    for site in "abc":
+        block = out.split(f"{site} (catalogue) [catalogue]: does not match")[1]
+        assert "FAILS (job Requirements) TARGET.GPUs >= RequestGPUs" in block.split("[catalogue]")[0]
+    assert "FAILS (slot START) MY.AnnexName is TARGET.TargetAnnexName   [MY.AnnexName = htcannex-a, TARGET.TargetAnnexName = htcannex-b]" in out
+
+
+def test_memory_hold_is_explained_with_the_fix(embedded_pool, tmp_path):
+    job = submit(embedded_pool, tmp_path, executable=sys.executable, request_memory="60MB",
+                 arguments="\"-c 'block = bytearray(300 * 2**20); import time; time.sleep(30)'\"")
+    deadline = time.time() + 30
+    while embedded_pool.schedd().query(f"ClusterId == {job.split('.')[0]}", ["JobStatus"])[0]["JobStatus"] != 5:
+        assert time.time() < deadline, "the job was not held"
+        time.sleep(0.2)
+    out = why(embedded_pool, job).stdout
+    assert "is held" in out and "HoldReasonCode 34" in out
+    assert "resources: mem_mb=lambda wildcards, attempt: 4000 * attempt" in out
+
+
+def test_bad_job_id_and_unknown_job_are_clear_errors(embedded_pool):
+    bad = why(embedded_pool, "twelve")
+    assert bad.returncode == 2 and "give CLUSTER.PROC" in bad.stderr
+    missing = why(embedded_pool, "999.0")
+    assert missing.returncode == 1 and "neither in the queue nor in the history" in missing.stderr
