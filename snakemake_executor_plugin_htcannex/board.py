@@ -1,0 +1,179 @@
+"""The status board: runs x chunks (site, state, epochs, time) and a per-site epoch-time profile.
+
+Sources, both read-only:
+- the run's one event log (`.htcannex/jobs.log`), read incrementally with
+  tracking.EventLogTracker (htcondor2.JobEventLog): each job's state, the annex
+  it runs on, and the submit/start/finish times;
+- the job ads (schedd.query for queued jobs, schedd.history for finished ones,
+  through the seam) for what the executor recorded about each job:
+  `HtcannexRule`, `HtcannexWildcards` (which give the run and the chunk),
+  `HtcannexSite`, `HtcannexAttempt`.
+
+Epoch times are a chunk's wall time (its last execution, start to finish)
+divided by epochs_per_job; the board says so (`epoch_time_source`). Training
+checkpoints carry per-epoch wall times too, but reading them needs the
+workflow's own code, which this operator tool does not import.
+"""
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import mean
+from typing import Optional
+
+from .rotation import _natural as natural_run_order
+from .tracking import EventLogTracker, JobPhase, JobRecord
+
+AD_PROJECTION = ["ClusterId", "ProcId", "HtcannexRule", "HtcannexWildcards", "HtcannexSite", "HtcannexAttempt",
+                 "TargetAnnexName"]
+STATE_WORDS = {JobPhase.IDLE: "idle", JobPhase.RUNNING: "running", JobPhase.HELD: "held",
+               JobPhase.SUCCEEDED: "done", JobPhase.FAILED: "failed", JobPhase.REMOVED: "removed"}
+
+
+@dataclass
+class ChunkRow:
+    rule: str
+    run: Optional[str]
+    chunk: Optional[int]
+    job: str  # the latest HTCondor job for this chunk
+    jobs: int  # how many were submitted for it (retries, resubmissions)
+    site: Optional[str]
+    annex: Optional[str]  # where it runs or last ran
+    state: str
+    epochs: Optional[str]  # "5-8" for chunk 1 with 4 epochs per job
+    seconds: Optional[float]  # running: so far; done: start to finish; idle/held: waiting so far
+    hold_reason: Optional[str] = None
+
+
+@dataclass
+class SiteProfile:
+    site: str
+    chunks_done: int
+    mean_chunk_s: float
+    mean_epoch_s: Optional[float]
+
+
+@dataclass
+class Board:
+    rows: list = field(default_factory=list)
+    sites: list = field(default_factory=list)
+    epoch_time_source: str = ""
+    generated_at: float = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+
+class BoardSource:
+    """Keeps the event log open between refreshes so each one reads only new events."""
+
+    def __init__(self, workdir: Path, schedd, run_wildcard: str = "run", chunk_wildcard: str = "chunk",
+                 epochs_per_job: Optional[int] = None):
+        self.tracker = EventLogTracker(Path(workdir) / ".htcannex" / "jobs.log")
+        self.schedd = schedd
+        self.run_wildcard, self.chunk_wildcard = run_wildcard, chunk_wildcard
+        self.epochs_per_job = epochs_per_job
+        self._ads: dict = {}  # job id -> what the executor recorded; finished jobs' ads never change
+
+    def close(self) -> None:
+        self.tracker.close()
+
+    def board(self, now: Optional[float] = None) -> Board:
+        now = time.time() if now is None else now
+        self.tracker.poll()
+        self._refresh_ads()
+        rows = self._rows(now)
+        return Board(rows=rows, sites=self._profile(rows), epoch_time_source=self._source(), generated_at=now)
+
+    def _refresh_ads(self) -> None:
+        unknown = [job for job in self.tracker.jobs if job not in self._ads]
+        if not unknown:
+            return
+        constraint = "HtcannexRule isnt undefined"
+        for ad in self.schedd.query(constraint, AD_PROJECTION) + self.schedd.history(constraint, AD_PROJECTION):
+            job = f"{ad['ClusterId']}.{ad['ProcId']}"
+            if job in self.tracker.jobs:
+                self._ads[job] = ad
+
+    def _rows(self, now: float) -> list:
+        latest: dict = {}
+        counts: dict = {}
+        for job, record in self.tracker.jobs.items():
+            ad = self._ads.get(job)
+            if ad is None:
+                continue  # not an htcannex job, or its ad is gone
+            wildcards = json.loads(ad.get("HtcannexWildcards", "{}"))
+            key = (ad["HtcannexRule"], wildcards.get(self.run_wildcard), wildcards.get(self.chunk_wildcard))
+            counts[key] = counts.get(key, 0) + 1
+            if key not in latest or record.submitted_at >= latest[key][0].submitted_at:
+                latest[key] = (record, ad)
+        rows = [self._row(key, record, ad, counts[key], now) for key, (record, ad) in latest.items()]
+        return sorted(rows, key=lambda row: (row.rule, _run_order(row.run), row.chunk if row.chunk is not None else -1))
+
+    def _row(self, key, record: JobRecord, ad, jobs: int, now: float) -> ChunkRow:
+        rule, run, chunk = key
+        chunk = int(chunk) if chunk is not None and str(chunk).isdecimal() else None
+        epochs = None
+        if chunk is not None and self.epochs_per_job:
+            epochs = f"{chunk * self.epochs_per_job + 1}-{(chunk + 1) * self.epochs_per_job}"
+        if record.phase is JobPhase.RUNNING:
+            seconds = now - record.started_at
+        elif record.phase.finished:
+            seconds = (record.finished_at - record.started_at
+                       if record.finished_at is not None and record.started_at is not None else None)
+        else:
+            seconds = now - record.submitted_at
+        annex = record.annex or ad.get("TargetAnnexName")
+        return ChunkRow(rule=rule, run=run, chunk=chunk, job=record.job_id, jobs=jobs, site=ad.get("HtcannexSite"),
+                        annex=annex, state=STATE_WORDS[record.phase], epochs=epochs, seconds=seconds,
+                        hold_reason=record.hold_reason)
+
+    def _profile(self, rows: list) -> list:
+        by_site: dict = {}
+        for row in rows:
+            if row.state == "done" and row.chunk is not None and row.seconds is not None:
+                by_site.setdefault(row.site or "(any)", []).append(row.seconds)
+        return [SiteProfile(site, len(times), mean(times),
+                            mean(times) / self.epochs_per_job if self.epochs_per_job else None)
+                for site, times in sorted(by_site.items())]
+
+    def _source(self) -> str:
+        if self.epochs_per_job:
+            return f"chunk wall time (last execution, start to finish) / epochs_per_job={self.epochs_per_job}"
+        return "chunk wall time only: epochs_per_job unknown (pass --epochs-per-job)"
+
+
+def render(board: Board) -> str:
+    """The board as a terminal table."""
+    header = ["RULE", "RUN", "CHUNK", "EPOCHS", "SITE", "STATE", "TIME", "JOB", "NOTE"]
+    table = [header]
+    for row in board.rows:
+        note = (f"{row.jobs} submissions" if row.jobs > 1 else "") + (f" {row.hold_reason}" if row.hold_reason else "")
+        table.append([row.rule, row.run or "-", "-" if row.chunk is None else str(row.chunk), row.epochs or "-",
+                      row.site or "-", row.state, _duration(row.seconds), row.job, note.strip()[:60]])
+    lines = _columns(table)
+    lines += ["", "per-site epoch time (" + board.epoch_time_source + ")"]
+    profile = [["SITE", "CHUNKS DONE", "MEAN CHUNK", "MEAN EPOCH"]] + [
+        [site.site, str(site.chunks_done), _duration(site.mean_chunk_s), _duration(site.mean_epoch_s)]
+        for site in board.sites]
+    lines += _columns(profile) if board.sites else ["(no chunk has finished yet)"]
+    return "\n".join(lines)
+
+
+def _columns(table: list) -> list:
+    widths = [max(len(row[column]) for row in table) for column in range(len(table[0]))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in table]
+
+
+def _duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
+
+
+def _run_order(run: Optional[str]) -> tuple:
+    # The rotation's plan order (2 before 10), jobs of rules without a run last.
+    return (1,) if run is None else (0, *natural_run_order(run))

@@ -1,0 +1,77 @@
+"""`htcannex status`: the live board of this working directory's run (see board.py)."""
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from ..board import BoardSource, render
+from ..schedd import EMBEDDED, connect
+from ..sites import HtcannexConfigError, load_catalogue
+from .annex import catalogue_path
+
+CLEAR_SCREEN = "\x1b[H\x1b[2J"
+
+
+def epochs_per_job_from_config(path: Path):
+    """`epochs_per_job` anywhere in the workflow's config file, or None."""
+    if not path.is_file():
+        return None
+    stack = [yaml.safe_load(path.read_text())]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("epochs_per_job"), int):
+                return node["epochs_per_job"]
+            stack.extend(node.values())
+    return None
+
+
+def status(args) -> int:
+    workdir = Path(args.directory).resolve()
+    if not (workdir / ".htcannex").is_dir():
+        print(f"htcannex status: {workdir} has no .htcannex directory: no htcannex run was started here "
+              "(run this in the directory you ran snakemake in, or pass --directory)", file=sys.stderr)
+        return 1
+    try:
+        catalogue = load_catalogue(catalogue_path(args)) if args.profile or args.htcannex_config else None
+    except HtcannexConfigError as error:
+        print(f"htcannex status: {error}", file=sys.stderr)
+        return 2
+    connection = connect(args.schedd or (catalogue.pool if catalogue else EMBEDDED),
+                         Path(args.pool_dir) if args.pool_dir else None)
+    rotation = catalogue.rotation if catalogue else None
+    source = BoardSource(
+        workdir, connection.schedd,
+        run_wildcard=rotation.run_wildcard if rotation else "run",
+        chunk_wildcard=rotation.chunk_wildcard if rotation else "chunk",
+        epochs_per_job=args.epochs_per_job or epochs_per_job_from_config(workdir / "config" / "config.yaml"),
+    )
+    try:
+        while True:
+            board = source.board()
+            text = board.to_json() if args.json else render(board)
+            print(text if args.once or args.json else CLEAR_SCREEN + text, flush=True)
+            if args.once or args.json:
+                return 0
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        source.close()
+
+
+def register(nouns) -> None:
+    parser = nouns.add_parser("status", help="live board of runs x chunks and per-site epoch times")
+    parser.add_argument("--directory", "-d", default=".", help="the run's working directory (default: here)")
+    parser.add_argument("--once", action="store_true", help="print the board once instead of refreshing")
+    parser.add_argument("--json", action="store_true", help="print the board once as JSON, for scripts")
+    parser.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes (default: 2)")
+    parser.add_argument("--epochs-per-job", type=int,
+                        help="epochs each chunk trains (default: epochs_per_job in config/config.yaml)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--profile", help="Snakemake profile name or directory holding htcannex.yaml")
+    source.add_argument("--htcannex-config", metavar="FILE", help="the htcannex.yaml to use")
+    parser.add_argument("--schedd", help="pool to ask instead of htcannex.yaml's `pool:` (default: local)")
+    parser.add_argument("--pool-dir", help="embedded pool spool (default: $HTCANNEX_POOL_DIR or ./.htcannex/pool)")
+    parser.set_defaults(func=status)

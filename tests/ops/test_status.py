@@ -1,0 +1,77 @@
+"""`htcannex status`: the board of runs x chunks read from the event log and the job ads."""
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import snakemake_argv
+
+HTCANNEX = Path(sys.executable).parent / "htcannex"
+
+
+def status(workdir, pool, *extra, **kwargs):
+    return subprocess.run([str(HTCANNEX), "status", "--directory", str(workdir), "--pool-dir", str(pool.spool_dir),
+                           "--htcannex-config", str(workdir / "htcannex.yaml"), *extra],
+                          capture_output=True, text=True, timeout=60, **kwargs)
+
+
+def board(workdir, pool):
+    result = status(workdir, pool, "--json", "--epochs-per-job", "4")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def rows_once_started(workdir, pool):
+    """The board's rows, or [] before the executor has set up .htcannex/."""
+    return board(workdir, pool)["rows"] if (workdir / ".htcannex").is_dir() else []
+
+
+@pytest.mark.slow
+def test_board_follows_chunks_from_running_to_done_with_site_epoch_times(workdir, user_env, embedded_pool):
+    targets = ["run0-chunk0.txt", "run0-chunk1.txt"]
+    snakemake = subprocess.Popen(snakemake_argv(workdir, *targets, extra=["--config", "sleep=3"]), cwd=workdir,
+                                 env=user_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while not any(row["state"] == "running" for row in rows_once_started(workdir, embedded_pool)):
+            assert time.time() < deadline, "no chunk ever showed as running"
+            time.sleep(0.3)
+        _, stderr = snakemake.communicate(timeout=120)
+    finally:
+        snakemake.kill()
+    assert snakemake.returncode == 0, stderr[-3000:]
+
+    final = board(workdir, embedded_pool)
+    rows = [(row["rule"], row["run"], row["chunk"], row["site"], row["annex"], row["state"], row["epochs"])
+            for row in final["rows"]]
+    assert rows == [("chunk", "0", 0, "a", "htcannex-a", "done", "1-4"),
+                    ("chunk", "0", 1, "b", "htcannex-b", "done", "5-8")]
+    assert all(row["seconds"] >= 3 for row in final["rows"])  # the chunk sleeps 3 s
+    profile = {site["site"]: site for site in final["sites"]}
+    assert set(profile) == {"a", "b"}
+    assert profile["a"]["mean_epoch_s"] == pytest.approx(profile["a"]["mean_chunk_s"] / 4)
+    assert "epochs_per_job=4" in final["epoch_time_source"]
+
+    text = status(workdir, embedded_pool, "--once").stdout
+    assert text.splitlines()[0].split() == ["RULE", "RUN", "CHUNK", "EPOCHS", "SITE", "STATE", "TIME", "JOB", "NOTE"]
+    assert "chunk wall time only: epochs_per_job unknown" in text  # no config/config.yaml here
+
+    # Without --once it refreshes until Ctrl-C.
+    live = subprocess.Popen([str(HTCANNEX), "status", "--directory", str(workdir), "--pool-dir",
+                             str(embedded_pool.spool_dir), "--interval", "0.2"], stdout=subprocess.PIPE, text=True)
+    time.sleep(2)
+    live.send_signal(signal.SIGINT)
+    out, _ = live.communicate(timeout=20)
+    assert live.returncode == 0
+    assert out.count("\x1b[H\x1b[2J") >= 2
+
+
+def test_status_outside_a_run_directory_says_where_to_run_it(tmp_path, embedded_pool):
+    result = subprocess.run([str(HTCANNEX), "status", "--directory", str(tmp_path), "--once"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert "has no .htcannex directory" in result.stderr and "--directory" in result.stderr
