@@ -38,7 +38,7 @@ import classad2
 import htcondor2
 import yaml
 
-from .secrets import redact
+from .secrets import contains_secret, redact
 from .sites import ResourceRequest, Site
 from .units import UnitError, format_duration_s, parse_duration_s, parse_size_mib
 
@@ -226,6 +226,11 @@ class _Checker:
     def text(self, field: str, value: object) -> str:
         """`value` as submit-language text: one line, `$` kept literal."""
         text = str(value)
+        if contains_secret(text):
+            raise SubmitValueError(self.rule, field, value,
+                                   "holds a secret (a token or password): a submit description is kept in the "
+                                   "queue and the history, readable by others; give the job a token file instead "
+                                   "(BEARER_TOKEN_FILE, use_oauth_services)")
         if CONTROL_CHARACTERS.search(text):
             raise SubmitValueError(self.rule, field, value,
                                    "control characters (newline, tab, NUL...) cannot go into a submit description; "

@@ -53,6 +53,10 @@ def secret_values(environment: Mapping[str, str] | None = None) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+def contains_secret(text: object, environment: Mapping[str, str] | None = None) -> bool:
+    return redact(text, environment) != str(text)
+
+
 def redact(text: object, environment: Mapping[str, str] | None = None) -> str:
     """`text` with every secret it contains replaced by [REDACTED]."""
     text = str(text)
