@@ -28,6 +28,7 @@ log = logging.getLogger("htcannex.pool")
 # Requests that only look: they do not keep an idle daemon alive (a status poll
 # in a loop would otherwise stop it from ever exiting).
 OBSERVING_OPERATIONS = {"ping", "status"}
+BUSY_PAUSE_S = 0.01
 
 
 class _ConnectionHandler(socketserver.StreamRequestHandler):
@@ -104,10 +105,12 @@ class PoolDaemon:
                          name="pool-server", daemon=True).start()
         (self.spool / "daemon.pid").write_text(f"{os.getpid()}\n")
         log.info("serving %s", socket_path)
-        while not self.stopping.wait(self.cycle_s):
+        pause = self.cycle_s
+        while not self.stopping.wait(pause):
             with self.lock:
                 try:
-                    self.scheduler.cycle()
+                    # Right after jobs start or end, look again soon: short jobs finish fast.
+                    pause = BUSY_PAUSE_S if self.scheduler.cycle() else self.cycle_s
                 except Exception:
                     log.exception("scheduler cycle failed")
                 if self._idle_too_long():

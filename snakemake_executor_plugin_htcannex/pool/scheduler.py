@@ -78,6 +78,9 @@ class Scheduler:
         self.annexes = {spec["name"]: Annex(spec) for spec in self.store.annexes()}
         self.fail_next_transfer = False
         self.negotiate_needed = True
+        # Bumped whenever slots appear or go; see _negotiate.
+        self.slot_set_version = 0
+        self.unmatchable: dict[tuple[int, int], int] = {}
         self._last_periodic = 0.0
         self._recover()
 
@@ -148,21 +151,28 @@ class Scheduler:
                                f"(supported: {', '.join(ACTIONS)})")
         reason = reason or "Python-initiated action"
         done = skipped = 0
-        for ad in self._select(spec):
-            status = ad["JobStatus"]
-            if action == "Hold" and status in (IDLE, RUNNING):
-                self._hold(ad, reason, 1, 0)
-            elif action == "Release" and status == HELD:
-                self._release(ad, reason)
-            elif action in ("Remove", "RemoveX"):
-                self._remove(ad, reason)
-            elif action in ("Vacate", "VacateFast") and status == RUNNING:
-                self._evict(ad, reason)
-            else:
-                skipped += 1
-                continue
-            done += 1
+        with self.store.transaction():
+            for ad in self._select(spec):
+                if self._act_on(action, ad, reason):
+                    done += 1
+                else:
+                    skipped += 1
         return {"TotalSuccess": done, "TotalBadStatus": skipped, "TotalJobAds": done + skipped}
+
+    def _act_on(self, action: str, ad: classad2.ClassAd, reason: str) -> bool:
+        """Apply one action to one job; False if the job's status does not allow it."""
+        status = ad["JobStatus"]
+        if action == "Hold" and status in (IDLE, RUNNING):
+            self._hold(ad, reason, 1, 0)
+        elif action == "Release" and status == HELD:
+            self._release(ad, reason)
+        elif action in ("Remove", "RemoveX"):
+            self._remove(ad, reason)
+        elif action in ("Vacate", "VacateFast") and status == RUNNING:
+            self._evict(ad, reason)
+        else:
+            return False
+        return True
 
     def edit(self, spec, attribute: str, value: str) -> int:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", attribute or ""):
@@ -176,6 +186,7 @@ class Scheduler:
         selected = self._select(spec)
         for ad in selected:
             ad[attribute] = expression
+            self.unmatchable.pop(_key(ad), None)
         self.store.save(*selected)
         self.negotiate_needed = True
         return len(selected)
@@ -309,6 +320,7 @@ class Scheduler:
     def _retire(self, ad: classad2.ClassAd):
         self.store.retire(ad)
         del self.jobs[_key(ad)]
+        self.unmatchable.pop(_key(ad), None)
 
     # ---- annexes
 
@@ -327,6 +339,7 @@ class Scheduler:
             if slot.job is not None:
                 self._evict(self.jobs[slot.job], why)
         annex.slots = []
+        self.slot_set_version += 1
 
     def _expire(self, annex: Annex):
         self._retire_slots(annex, f"annex {annex.name} reached the end of its lifetime")
@@ -338,6 +351,7 @@ class Scheduler:
             state = annex.state(now)
             if state == "up" and not annex.slots:
                 annex.bring_up(self.disk_kib)
+                self.slot_set_version += 1
                 self.negotiate_needed = True
             if state == "up" and now >= annex.ends_at():
                 self._expire(annex)
@@ -490,25 +504,38 @@ class Scheduler:
                                f"'{ad.lookup('PeriodicHold')}' evaluated to TRUE", HOLD_PERIODIC_HOLD, 0)
 
     def _negotiate(self):
-        """Match idle jobs, oldest first, to free slots (both sides' Requirements, via classad2)."""
+        """Match idle jobs, oldest first, to free slots (both sides' Requirements, via classad2).
+
+        A job that matches no slot at all, busy or free, is remembered as unmatchable
+        until the set of slots changes or the job is edited, so a long queue of jobs
+        waiting for an annex costs one lookup each per negotiation, not a match.
+        """
         self.negotiate_needed = False
-        free = [slot for slot in self._slots() if slot.job is None]
-        for ad in list(self.jobs.values()):
+        slots = list(self._slots())
+        free = [slot for slot in slots if slot.job is None]
+        for key, ad in list(self.jobs.items()):
             if not free:
                 return
-            if ad["JobStatus"] != IDLE:
+            if ad["JobStatus"] != IDLE or self.unmatchable.get(key) == self.slot_set_version:
                 continue
             slot = next((slot for slot in free if ad.symmetricMatch(slot.ad)), None)
-            if slot is not None:
-                self._start(ad, slot)
-                if slot.job is not None:  # a start that failed (held job) leaves the slot free
-                    free.remove(slot)
+            if slot is None:
+                if not any(ad.symmetricMatch(busy.ad) for busy in slots if busy.job is not None):
+                    self.unmatchable[key] = self.slot_set_version
+                continue
+            self._start(ad, slot)
+            if slot.job is not None:  # a start that failed (held job) leaves the slot free
+                free.remove(slot)
 
-    def cycle(self):
-        """One pass of everything that happens without a client asking."""
+    def cycle(self) -> bool:
+        """One pass of everything that happens without a client asking.
+        Returns whether a job started or ended (then the next pass should come soon)."""
         now = time.time()
-        self._annex_lifecycle(now)
-        self._monitor(now)
-        self._periodic(now)
-        if self.negotiate_needed:
-            self._negotiate()
+        busy_before = set(self.running)
+        with self.store.transaction():  # one commit per pass, however many jobs changed
+            self._annex_lifecycle(now)
+            self._monitor(now)
+            self._periodic(now)
+            if self.negotiate_needed:
+                self._negotiate()
+        return set(self.running) != busy_before
