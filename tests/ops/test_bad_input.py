@@ -1,0 +1,48 @@
+"""A malformed profile or site catalogue, as the user sees it through the snakemake CLI:
+one clear error naming the file or setting, the key and the fix, and no Python traceback.
+
+(Catalogue mistakes key by key are tested on load_catalogue in tests/test_sites.py;
+here each kind of mistake is checked once end to end.)
+"""
+import pytest
+
+from .conftest import run_snakemake
+
+PROFILE = "executor: htcannex\nhtcannex-config: htcannex.yaml\njobs: 1\n"
+
+CASES = {
+    "profile-not-yaml": (PROFILE + "default-resources: [mem_mb=100\n", None,
+                         ["Couldn't parse config file", "config.yaml", "line"]),
+    "profile-bad-choice": (PROFILE + "htcannex-hold-policy: sometimes\n", None,
+                           ["--htcannex-hold-policy", "invalid choice: 'sometimes'", "release-transient"]),
+    "profile-unknown-setting": (PROFILE + "htcannex-retry-everywhere: 3\n", None,
+                                ["unrecognized arguments: --htcannex-retry-everywhere"]),
+    "profile-bad-duration": (PROFILE + "htcannex-idle-timeout: soon\n", None,
+                             ["--htcannex-idle-timeout: 'soon' is not a duration", "30m"]),
+    "profile-names-missing-catalogue": (PROFILE.replace("htcannex.yaml", "nowhere.yaml"), None,
+                                        ["nowhere.yaml: (file): does not exist", "Fix: point --htcannex-config"]),
+    "catalogue-bad-size": (None, ("memory: 2GB", "memory: lots"),
+                           ["htcannex.yaml: sites.a.memory: 'lots' is not a size", "Fix: write e.g. 92GB"]),
+    "catalogue-unknown-site-in-rotation": (None, ("sites: [a, b, c]", "sites: [a, b, mars]"),
+                                           ["htcannex.yaml: rotation.chunk.sites", "mars"]),
+    "catalogue-not-yaml": (None, ("pool: local", "pool: [local"),
+                           ["htcannex.yaml: (file): is not valid YAML", "Fix: correct the syntax"]),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile, catalogue_edit, words", CASES.values(), ids=CASES.keys())
+def test_bad_profile_or_catalogue_is_one_clear_error(workdir, user_env, profile, catalogue_edit, words):
+    if profile is not None:
+        (workdir / "config.yaml").write_text(profile)
+    if catalogue_edit is not None:
+        catalogue = workdir / "htcannex.yaml"
+        old, new = catalogue_edit
+        assert old in catalogue.read_text()
+        catalogue.write_text(catalogue.read_text().replace(old, new))
+    result = run_snakemake(workdir, user_env, "copied.txt", timeout=60)
+    assert result.returncode != 0
+    for word in words:
+        assert word in result.stderr, result.stderr[-2000:]
+    assert "Traceback (most recent call last)" not in result.stderr
+    assert not (workdir / ".htcannex" / "jobs.log").exists()  # nothing was submitted

@@ -1,0 +1,54 @@
+"""Tokens and passwords never reach job ads, submit files, logs or error messages."""
+from pathlib import Path
+
+import pytest
+
+from snakemake_executor_plugin_htcannex.secrets import redact, withhold
+
+from .conftest import run_snakemake
+
+TOKEN = "fake-bearer-7f3a9c2e5d1b"
+PASSWORD = "hunter2-correct-horse"
+
+
+def files_containing(root: Path, secret: str) -> list:
+    needle = secret.encode()
+    return [path for path in root.rglob("*") if path.is_file() and needle in path.read_bytes()]
+
+
+def test_secret_named_variables_are_withheld_but_token_files_pass():
+    kept, withheld = withhold({"PATH": "/bin", "BEARER_TOKEN": TOKEN, "BEARER_TOKEN_FILE": "/run/token",
+                               "DB_PASSWORD": PASSWORD, "SEED": "3"})
+    assert kept == {"PATH": "/bin", "BEARER_TOKEN_FILE": "/run/token", "SEED": "3"}
+    assert withheld == ["BEARER_TOKEN", "DB_PASSWORD"]
+
+
+def test_redaction_masks_values_pairs_and_jwts():
+    environment = {"BEARER_TOKEN": TOKEN}
+    text = (f"using {TOKEN}; db_password={PASSWORD} \"api_key\": \"k-123456\" "
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln token_file=/run/token")
+    assert redact(text, environment) == ("using [REDACTED]; db_password=[REDACTED] \"api_key\": \"[REDACTED]\" "
+                                         "[REDACTED] token_file=/run/token")
+
+
+@pytest.mark.slow
+def test_a_token_in_the_environment_and_the_profile_leaks_nowhere(workdir, user_env, embedded_pool):
+    user_env = dict(user_env, BEARER_TOKEN=TOKEN, DB_PASSWORD=PASSWORD)
+    # The user asks Snakemake to pass both to jobs.
+    result = run_snakemake(workdir, user_env, "copied.txt", extra=["--envvars", "BEARER_TOKEN", "DB_PASSWORD"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "not passing BEARER_TOKEN, DB_PASSWORD to jobs" in result.stderr
+    # ... and puts the token in htcannex.yaml's submit commands, where it is refused.
+    catalogue = workdir / "htcannex.yaml"
+    catalogue.write_text(catalogue.read_text() + f'submit:\n  MY.Auth: "BEARER_TOKEN={TOKEN}"\n')
+    (workdir / "copied.txt").unlink()
+    refused = run_snakemake(workdir, user_env, "copied.txt")
+    assert refused.returncode != 0
+    assert "submit.MY.Auth: holds a secret" in refused.stderr
+    catalogue.write_text(catalogue.read_text().replace(TOKEN, "see-token-file"))  # the workdir is grepped too
+
+    for secret in (TOKEN, PASSWORD):
+        for output in (result.stdout, result.stderr, refused.stdout, refused.stderr):
+            assert secret not in output
+        assert files_containing(workdir, secret) == []  # .htcannex/, logs, .snakemake/
+        assert files_containing(embedded_pool.spool_dir, secret) == []  # queue, history, sandboxes
