@@ -453,8 +453,6 @@ def test_job_runs_on_its_annex_with_its_argv_intact(local_pool, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="the embedded pool does not honour preserve_relative_paths yet (docs/architecture.md "
-                          "asks it to); remove this mark when it does", strict=False)
 def test_nested_outputs_come_back_to_the_same_relative_path(local_pool, tmp_path):
     output = run_in_pool(local_pool, tmp_path, "results/r0", [])
     assert output == "epoch 0\n[]"
