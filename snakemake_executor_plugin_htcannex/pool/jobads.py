@@ -29,6 +29,7 @@ INTEGER_COMMANDS = {
     "checkpoint_exit_code": "CheckpointExitCode",
     "max_retries": "JobMaxRetries",
     "allowed_execute_duration": "AllowedExecuteDuration",
+    "success_exit_code": "SuccessExitCode",
 }
 MACHINE_ARCH = platform.machine().upper().replace("AMD64", "X86_64")
 HOLD_CODE_SUBMITTED_ON_HOLD = 1
@@ -192,7 +193,13 @@ class ClusterBuilder:
             raise SubmitError(f"should_transfer_files = {should} is invalid: use YES, NO or IF_NEEDED")
         # One machine: IF_NEEDED finds the submit directory shared, so it means NO.
         ad["ShouldTransferFiles"] = "YES" if should == "YES" else "NO"
-        ad["WhenToTransferOutput"] = get("when_to_transfer_output", "ON_EXIT").strip().upper()
+        when = get("when_to_transfer_output", "ON_EXIT").strip().upper()
+        if when not in ("ON_EXIT", "ON_SUCCESS", "ON_EXIT_OR_EVICT"):
+            raise SubmitError(f"when_to_transfer_output = {when} is invalid: use ON_EXIT, ON_SUCCESS "
+                              "or ON_EXIT_OR_EVICT")
+        ad["WhenToTransferOutput"] = when
+        ad["PreserveRelativePaths"] = _boolean("preserve_relative_paths",
+                                               get("preserve_relative_paths", "false"))
         for command, attribute in (("transfer_input_files", "TransferInput"),
                                    ("transfer_output_files", "TransferOutput"),
                                    ("transfer_checkpoint_files", "TransferCheckpoint"),

@@ -435,10 +435,11 @@ class Scheduler:
             self._release_slot(running)
             self._start(ad, slot)
             return
+        succeeded = returncode == ad.get("SuccessExitCode", 0)
         if ad["ShouldTransferFiles"] == "YES":
             log.transfer("output", finished=False)
             try:
-                transfer.stage_out(ad, running.sandbox, self.origin, running.inputs_before)
+                transfer.stage_out(ad, running.sandbox, self.origin, running.inputs_before, succeeded)
             except transfer.TransferError as error:
                 self._release_slot(running)
                 self._hold(ad, str(error), error.code, error.subcode)
@@ -452,7 +453,7 @@ class Scheduler:
         else:
             ad.update({"ExitBySignal": False, "ExitCode": returncode})
             retries = ad.get("JobMaxRetries")
-            if returncode != 0 and retries is not None and ad["NumJobCompletions"] <= retries:
+            if not succeeded and retries is not None and ad["NumJobCompletions"] <= retries:
                 log.requeued_after_exit(returncode)
                 self._set_status(ad, IDLE)
                 self.store.save(ad)

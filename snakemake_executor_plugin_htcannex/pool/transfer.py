@@ -61,6 +61,15 @@ def _output_failure(job, name: str, why: str) -> TransferError:
         f"access point. Details: reading from file {name}: {why} (job {job['ClusterId']}.{job['ProcId']})")
 
 
+def _keeps_relative_path(job, name: str) -> bool:
+    """`preserve_relative_paths = true` keeps a relative path's directories both ways."""
+    return bool(job.get("PreserveRelativePaths", False)) and "://" not in name and not Path(name).is_absolute()
+
+
+def _sandbox_name(job, name: str) -> str:
+    return str(Path(name)) if _keeps_relative_path(job, name) else Path(name.rstrip("/")).name
+
+
 def stage_in(job: classad2.ClassAd, sandbox: Path, origin: Path, checkpoint_dir: Path | None):
     """Fill a fresh sandbox with what the job declared, plus its last checkpoint."""
     iwd = Path(job["Iwd"])
@@ -75,7 +84,7 @@ def stage_in(job: classad2.ClassAd, sandbox: Path, origin: Path, checkpoint_dir:
         if source.is_dir() and name.endswith("/"):
             _copy(source, sandbox)
         else:
-            _copy(source, sandbox / source.name)
+            _copy(source, sandbox / _sandbox_name(job, name))
     if job.get("TransferExecutable", True):
         executable = Path(job["Cmd"])
         if not executable.is_file():
@@ -102,7 +111,7 @@ def _destination(job, origin: Path, name: str) -> Path:
     remapped = _remaps(job).get(name)
     if remapped is not None:
         return origin_path(origin, remapped) if remapped.startswith(OSDF_PREFIX) else iwd / remapped
-    base = Path(name).name
+    base = _sandbox_name(job, name)
     destination = job.get("OutputDestination")
     if destination:
         return (origin_path(origin, destination) if destination.startswith(OSDF_PREFIX)
@@ -120,15 +129,24 @@ def output_names(job, sandbox: Path, before: dict) -> list[str]:
                   if name not in skip and before.get(name) != stamp)
 
 
-def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict):
-    """Send the job's outputs back; a declared output that is missing fails the transfer."""
-    for name in output_names(job, sandbox, before):
+def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, succeeded: bool):
+    """Send the job's outputs back; a declared output that is missing fails the transfer.
+    With `when_to_transfer_output = ON_SUCCESS` a failed job sends back only stdout/stderr."""
+    send_files = succeeded or job.get("WhenToTransferOutput") != "ON_SUCCESS"
+    for name in output_names(job, sandbox, before) if send_files else []:
         source = sandbox / name
         if not source.exists():
             raise _output_failure(job, str(source), "(errno 2) No such file or directory")
         try:
-            _copy(source, _destination(job, origin, name))
-        except (OSError, ValueError) as error:
+            destination = _destination(job, origin, name)
+        except ValueError as error:
+            raise _output_failure(job, str(source), str(error)) from None
+        if destination.exists() and origin.resolve() in destination.parents:
+            raise _output_failure(job, str(source), f"the OSDF object {destination.relative_to(origin.resolve())} "
+                                  "already exists, and OSDF objects are immutable: write a new name")
+        try:
+            _copy(source, destination)
+        except OSError as error:
             raise _output_failure(job, str(source), str(error)) from None
     iwd = Path(job["Iwd"])
     for captured, attribute in ((STDOUT, "Out"), (STDERR, "Err")):

@@ -189,3 +189,46 @@ def test_bad_submit_is_rejected_and_nothing_queued(pool, submit_dir, command, va
 def test_missing_executable_is_rejected(pool, submit_dir):
     with pytest.raises(PoolRequestError, match="executable = nothere.sh"):
         submit(pool, {"executable": "nothere.sh"})
+
+
+def test_preserve_relative_paths_keeps_directories_both_ways(pool, submit_dir):
+    (submit_dir / "results" / "r1").mkdir(parents=True)
+    (submit_dir / "results" / "r1" / "chunk0.pt").write_text("ckpt0")
+    script(submit_dir, "job.sh", "cat results/r1/chunk0.pt > /dev/null && mkdir -p res && echo 1 > res/somedir1.out\n")
+    result = submit(pool, {"executable": "job.sh", "preserve_relative_paths": "true",
+                           "transfer_input_files": "results/r1/chunk0.pt",
+                           "transfer_output_files": "res/somedir1.out"})
+    wait_for_status(pool, f"{result.cluster()}.0", 4)
+    assert (submit_dir / "res" / "somedir1.out").read_text() == "1\n"
+    assert not (submit_dir / "somedir1.out").exists()
+
+
+def test_on_success_failed_job_returns_only_stdout_and_stderr(pool, submit_dir):
+    script(submit_dir, "job.sh", "echo partial > out.txt; echo oops >&2; exit 2\n")
+    result = submit(pool, {"executable": "job.sh", "when_to_transfer_output": "ON_SUCCESS",
+                           "success_exit_code": "0", "max_retries": "0",
+                           "transfer_output_files": "out.txt", "error": "job.err"})
+    wait_for_status(pool, f"{result.cluster()}.0", 4)
+    assert not (submit_dir / "out.txt").exists()
+    assert (submit_dir / "job.err").read_text() == "oops\n"
+    terminated = [event for event in events(submit_dir / "jobs.log") if event.type == JobEventType.JOB_TERMINATED]
+    assert terminated[0]["ReturnValue"] == 2
+
+
+def test_osdf_objects_are_immutable(pool, submit_dir):
+    (pool.origin_dir / "ckpt").mkdir(parents=True)
+    (pool.origin_dir / "ckpt" / "last.pt").write_text("old")
+    script(submit_dir, "job.sh", "echo new > last.pt\n")
+    result = submit(pool, {"executable": "job.sh", "transfer_output_files": "last.pt",
+                           "transfer_output_remaps": '"last.pt = osdf:///ckpt/last.pt"'})
+    wait_for_status(pool, f"{result.cluster()}.0", 5)
+    held = pool.schedd().query(f"ClusterId == {result.cluster()}", ["HoldReasonCode", "HoldReason"])[0]
+    assert held["HoldReasonCode"] == 12 and "immutable" in held["HoldReason"]
+    assert (pool.origin_dir / "ckpt" / "last.pt").read_text() == "old"
+
+
+def test_dollar_macro_gives_a_literal_dollar(pool, submit_dir):
+    script(submit_dir, "job.sh", 'echo "$1" > arg.txt\n')
+    result = submit(pool, {"executable": "job.sh", "arguments": '"$(DOLLAR)HOME"'})
+    wait_for_status(pool, f"{result.cluster()}.0", 4)
+    assert (submit_dir / "arg.txt").read_text() == "$HOME\n"
