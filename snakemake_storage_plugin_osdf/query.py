@@ -57,8 +57,3 @@ def object_path(query: str) -> str:
 
 def basename(query: str) -> str:
     return PurePosixPath(object_path(query)).name
-
-
-def url_of(path: str) -> str:
-    """The inverse of object_path."""
-    return SCHEME + path
