@@ -1,0 +1,56 @@
+"""What HTCondor tells a job about where it runs and what it expects of it.
+
+HTCondor writes the job's and the slot's ClassAds to files named by ``$_CONDOR_JOB_AD`` and
+``$_CONDOR_MACHINE_AD``; outside HTCondor neither exists and the defaults apply.
+"""
+
+import os
+import socket
+from pathlib import Path
+
+import classad2
+
+# Set to "stop" or "continue" to override what the job ad implies (tests, manual runs).
+SELF_CHECKPOINT_MODE_VARIABLE = "PROTEIN_LM_SELF_CHECKPOINT"
+# Snakemake inside the job turns any failing script into exit status 1; the htcannex job
+# wrapper reads this file to exit with the checkpoint code instead (docs/architecture.md).
+CHECKPOINT_EXIT_MARKER = Path(".htcannex-checkpoint-exit")
+
+
+def current_site() -> str:
+    """``$HTCANNEX_SITE``, else the slot's AnnexName, else "local"."""
+    if os.environ.get("HTCANNEX_SITE"):
+        return os.environ["HTCANNEX_SITE"]
+    ad = job_environment_ad("_CONDOR_MACHINE_AD")
+    if ad is not None and "AnnexName" in ad:
+        return str(ad.eval("AnnexName"))
+    return "local"
+
+
+def current_host() -> str:
+    return socket.gethostname()
+
+
+def checkpoint_exit_code() -> int | None:
+    """The exit code that tells HTCondor "checkpoint saved, restart me", or None to keep going.
+
+    Only a job submitted with ``checkpoint_exit_code`` may stop early: anywhere else (the local
+    executor) stopping would just fail the rule.
+    """
+    mode = os.environ.get(SELF_CHECKPOINT_MODE_VARIABLE)
+    if mode == "continue":
+        return None
+    ad = job_environment_ad("_CONDOR_JOB_AD")
+    code = int(ad.eval("CheckpointExitCode")) if ad is not None and "CheckpointExitCode" in ad else None
+    if mode == "stop":
+        return code or 85
+    if mode not in (None, ""):
+        raise ValueError(f"${SELF_CHECKPOINT_MODE_VARIABLE}={mode!r}: use 'stop' or 'continue'")
+    return code
+
+
+def job_environment_ad(variable: str) -> classad2.ClassAd | None:
+    path = os.environ.get(variable)
+    if not path or not Path(path).is_file():
+        return None
+    return classad2.parseOne(Path(path).read_text())

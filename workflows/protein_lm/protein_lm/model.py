@@ -1,0 +1,97 @@
+"""METL-style transformer encoder: relative position attention bias, multi-task regression head.
+
+METL (Gelman et al., 2024) uses relative position embeddings so that what a layer learns about
+neighbouring residues does not depend on where in the sequence they are. Here each head learns
+a scalar bias per clipped relative distance (Shaw et al. 2018's idea in the scalar form of T5),
+added to the attention logits.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .sequence import AA_INDEX, AMINO_ACIDS
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    wild_type: str
+    n_outputs: int
+    d_model: int = 32
+    n_layers: int = 2
+    n_heads: int = 2
+    max_relative_distance: int = 32
+    dropout: float = 0.1
+    absolute_positions: bool = True
+
+
+class RelativeSelfAttention(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        if cfg.d_model % cfg.n_heads:
+            raise ValueError(f"d_model {cfg.d_model} is not divisible by n_heads {cfg.n_heads}")
+        self.n_heads = cfg.n_heads
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        # Dropout after the projection, not on the attention weights: dropping entries of the
+        # length x length matrix costs more than the attention itself on a CPU.
+        self.proj = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_model), nn.Dropout(cfg.dropout))
+        self.relative_bias = nn.Parameter(torch.zeros(cfg.n_heads, 2 * cfg.max_relative_distance + 1))
+        positions = torch.arange(len(cfg.wild_type))
+        distance = (positions[None, :] - positions[:, None]).clamp(-cfg.max_relative_distance, cfg.max_relative_distance)
+        self.register_buffer("bias_index", distance + cfg.max_relative_distance, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, length, width = x.shape
+        q, k, v = self.qkv(x).view(batch, length, 3, self.n_heads, width // self.n_heads).permute(2, 0, 3, 1, 4)
+        bias = self.relative_bias[:, self.bias_index].to(q.dtype)  # heads x length x length
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        return self.proj(y.transpose(1, 2).reshape(batch, length, width))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.attention = RelativeSelfAttention(cfg)
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model), nn.Dropout(cfg.dropout)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attention(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class ProteinRegressor(nn.Module):
+    """Sequence of residue ids -> one value per output (score term, or the experimental score)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(len(AMINO_ACIDS), cfg.d_model)
+        self.position = nn.Parameter(torch.zeros(len(cfg.wild_type), cfg.d_model)) if cfg.absolute_positions else None
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.norm = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.n_outputs)
+        self.register_buffer("wild_type", torch.tensor([[AA_INDEX[aa] for aa in cfg.wild_type]]), persistent=False)
+
+    def encode(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)
+        if self.position is not None:
+            x = x + self.position
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x).sum(dim=1)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        # Scores are changes from the wild type (as Rosetta's are differences to the wild-type
+        # structure), so the head sees the variant's representation minus the wild type's:
+        # a variant differs in a handful of the 238 positions, and without the difference
+        # that signal drowns in what every sequence shares.
+        return self.head(self.encode(tokens) - self.encode(self.wild_type))
+
+    def replace_head(self, n_outputs: int) -> None:
+        """Fine-tuning keeps the pretrained encoder and starts a fresh head."""
+        self.head = nn.Linear(self.cfg.d_model, n_outputs)
