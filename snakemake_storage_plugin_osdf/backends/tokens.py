@@ -20,6 +20,9 @@ def discover_token(token_file: Optional[str] = None) -> Optional[str]:
         for method in candidates.methods
         if method is not TokenDiscoveryMethod.OIDC_DEVICE_FLOW
     ]
+    # pelicanfs looks in $_CONDOR_CREDS only for a token it has a name for (from the
+    # namespace's issuer); we have none, so offer it every *.use there, scitokens first.
+    candidates.cred_locations = candidates.discoverHTCondorTokenLocations("")
     return next(candidates, None)
 
 
