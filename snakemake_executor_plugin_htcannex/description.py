@@ -333,6 +333,10 @@ def _resources(request: ResourceRequest, site: Site | None, check: _Checker, res
             commands["gpus_minimum_capability"] = str(request.gpu_capability)
         if request.gpu_model:
             requirements.append(f'regexp("{request.gpu_model}", TARGET.GPUs_DeviceName, "i")')
+    if site is not None and site.kind == "annex":
+        # The annex's START checks TargetAnnexName, but other slots of the pool do not: this keeps
+        # the chunk off them, so a hop really runs where the rotation put it.
+        requirements.append(f"(TARGET.AnnexName =?= {classad2.quote(site.annex_name)})")
     if site is not None and site.requirements:
         requirements.append(f"({site.requirements})")
     if requirements:

@@ -134,6 +134,15 @@ def test_annex_site_pins_the_job_to_its_annex(options):
     submit = submit_for(options, site=NAIRR["expanse"], resources={"gpu": 1, "runtime": "2h"})
     assert submit["MY.TargetAnnexName"] == '"htcannex-expanse"'
     assert submit["MY.HtcannexSite"] == '"expanse"'
+    # and off every slot that is not that annex's (their START does not look at TargetAnnexName)
+    requirements, job = classad2.ExprTree(submit["requirements"]), classad2.ClassAd()
+
+    def takes(slot: dict) -> bool:
+        return requirements.eval(job, classad2.ClassAd(slot))
+
+    assert takes({"AnnexName": "htcannex-expanse"}) is True
+    assert takes({"AnnexName": "htcannex-delta"}) is False
+    assert takes({"Name": "slot1@campus"}) is False
 
 
 def test_pool_site_and_no_site_do_not_target_an_annex(options):
