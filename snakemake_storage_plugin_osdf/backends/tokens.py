@@ -8,12 +8,33 @@ resort, the interactive OIDC device flow, which would hang a batch job.
 
 from __future__ import annotations
 
-from typing import Optional
+import contextlib
+import logging
+from typing import Iterator, Optional
 
 from pelicanfs.token_content_iterator import TokenContentIterator, TokenDiscoveryMethod
 
 
+# pelicanfs's logger; at DEBUG its discovery prints the start of a token it found
+_PELICAN_LOGGER = logging.getLogger("fsspec.pelican")
+
+
+@contextlib.contextmanager
+def _pelican_debug_muted() -> Iterator[None]:
+    level = _PELICAN_LOGGER.level
+    _PELICAN_LOGGER.setLevel(max(_PELICAN_LOGGER.getEffectiveLevel(), logging.INFO))
+    try:
+        yield
+    finally:
+        _PELICAN_LOGGER.setLevel(level)
+
+
 def discover_token(token_file: Optional[str] = None) -> Optional[str]:
+    with _pelican_debug_muted():
+        return _first_token(token_file)
+
+
+def _first_token(token_file: Optional[str]) -> Optional[str]:
     candidates = TokenContentIterator(location=token_file)
     candidates.methods = [
         method

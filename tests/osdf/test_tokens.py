@@ -1,5 +1,6 @@
 """Where the pelican backend finds its bearer token: the places OSDF clients look."""
 
+import logging
 import os
 
 import pytest
@@ -51,6 +52,13 @@ def test_htcondor_credentials_directory(no_token_anywhere, monkeypatch):
     assert discover_token() == "tok-ospool-service"
     (creds / "scitokens.use").write_text("tok-from-htcondor\n")
     assert discover_token() == "tok-from-htcondor"
+
+
+def test_discovery_never_logs_the_token_even_at_debug(no_token_anywhere, caplog):
+    (no_token_anywhere / "runtime" / f"bt_u{os.getuid()}").write_text("tok-0123456789-secret\n")
+    with caplog.at_level(logging.DEBUG):
+        assert discover_token() == "tok-0123456789-secret"
+    assert "tok-0123" not in caplog.text
 
 
 def test_redact_hides_the_token_in_messages():
