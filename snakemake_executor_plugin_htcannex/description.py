@@ -335,8 +335,9 @@ def _resources(request: ResourceRequest, site: Site | None, check: _Checker, res
             requirements.append(f'regexp("{request.gpu_model}", TARGET.GPUs_DeviceName, "i")')
     if site is not None and site.kind == "annex":
         # The annex's START checks TargetAnnexName, but other slots of the pool do not: this keeps
-        # the chunk off them, so a hop really runs where the rotation put it.
-        requirements.append(f"(TARGET.AnnexName =?= {classad2.quote(site.annex_name)})")
+        # the chunk off them, so a hop really runs where the rotation put it. It refers to the
+        # job's own TargetAnnexName so that retargeting a job (recovery.py) edits one attribute.
+        requirements.append("(TARGET.AnnexName =?= MY.TargetAnnexName)")
     if site is not None and site.requirements:
         requirements.append(f"({site.requirements})")
     if requirements:

@@ -135,7 +135,8 @@ def test_annex_site_pins_the_job_to_its_annex(options):
     assert submit["MY.TargetAnnexName"] == '"htcannex-expanse"'
     assert submit["MY.HtcannexSite"] == '"expanse"'
     # and off every slot that is not that annex's (their START does not look at TargetAnnexName)
-    requirements, job = classad2.ExprTree(submit["requirements"]), classad2.ClassAd()
+    requirements = classad2.ExprTree(submit["requirements"])
+    job = classad2.ClassAd({"TargetAnnexName": classad2.ExprTree(submit["MY.TargetAnnexName"]).eval()})
 
     def takes(slot: dict) -> bool:
         return requirements.eval(job, classad2.ClassAd(slot))
@@ -143,6 +144,8 @@ def test_annex_site_pins_the_job_to_its_annex(options):
     assert takes({"AnnexName": "htcannex-expanse"}) is True
     assert takes({"AnnexName": "htcannex-delta"}) is False
     assert takes({"Name": "slot1@campus"}) is False
+    job["TargetAnnexName"] = "htcannex-delta"  # retargeted (recovery.py edits this one attribute)
+    assert takes({"AnnexName": "htcannex-delta"}) is True
 
 
 def test_pool_site_and_no_site_do_not_target_an_annex(options):
