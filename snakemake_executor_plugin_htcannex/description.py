@@ -130,14 +130,14 @@ class SubmitOptions:
 def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> htcondor2.Submit:
     """The submit description for `spec` at `site` (None: any slot). Raises SubmitValueError
     for a value that cannot be submitted safely and sites.SiteRefusal for a job `site` cannot run."""
-    _Checker(spec.rule).rule_name()
+    check = _Checker(spec.rule)
+    check.rule_name()
     request = resource_request(spec)
     if site is not None:
         request = site.admit(request, rule=spec.rule)
-    check = _Checker(spec.rule)
     commands = {}
     commands.update(_command(spec, options, check))
-    commands.update(_resources(request, site, check, spec.resources))
+    commands.update(_resources(request, site, check))
     commands.update(_files(spec, options, check))
     environment = {**options.environment, **spec.environment}
     if environment:
@@ -317,7 +317,7 @@ def _command(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
     return commands
 
 
-def _resources(request: ResourceRequest, site: Site | None, check: _Checker, resources: Mapping) -> dict:
+def _resources(request: ResourceRequest, site: Site | None, check: _Checker) -> dict:
     commands = {"request_cpus": str(request.cpus)}
     if request.memory_mb is not None:
         commands["request_memory"] = f"{request.memory_mb}MB"
