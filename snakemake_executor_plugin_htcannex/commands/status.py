@@ -1,14 +1,11 @@
 """`htcannex status`: the live board of this working directory's run (see board.py)."""
-import sys
 import time
 from pathlib import Path
 
 import yaml
 
 from ..board import BoardSource, render
-from ..schedd import EMBEDDED, connect
-from ..sites import HtcannexConfigError, load_catalogue
-from .annex import catalogue_path
+from .why import UsageError, add_pool_options, open_catalogue_and_pool, reporting_usage_errors
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 
@@ -30,16 +27,9 @@ def epochs_per_job_from_config(path: Path):
 def status(args) -> int:
     workdir = Path(args.directory).resolve()
     if not (workdir / ".htcannex").is_dir():
-        print(f"htcannex status: {workdir} has no .htcannex directory: no htcannex run was started here "
-              "(run this in the directory you ran snakemake in, or pass --directory)", file=sys.stderr)
-        return 1
-    try:
-        catalogue = load_catalogue(catalogue_path(args)) if args.profile or args.htcannex_config else None
-    except HtcannexConfigError as error:
-        print(f"htcannex status: {error}", file=sys.stderr)
-        return 2
-    connection = connect(args.schedd or (catalogue.pool if catalogue else EMBEDDED),
-                         Path(args.pool_dir) if args.pool_dir else None)
+        raise UsageError(f"{workdir} has no .htcannex directory: no htcannex run was started here "
+                         "(run this in the directory you ran snakemake in, or pass --directory)")
+    catalogue, connection = open_catalogue_and_pool(args)
     rotation = catalogue.rotation if catalogue else None
     source = BoardSource(
         workdir, connection.schedd,
@@ -69,9 +59,5 @@ def register(nouns) -> None:
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes (default: 2)")
     parser.add_argument("--epochs-per-job", type=int,
                         help="epochs each chunk trains (default: epochs_per_job in config/config.yaml)")
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--profile", help="Snakemake profile name or directory holding htcannex.yaml")
-    source.add_argument("--htcannex-config", metavar="FILE", help="the htcannex.yaml to use")
-    parser.add_argument("--schedd", help="pool to ask instead of htcannex.yaml's `pool:` (default: local)")
-    parser.add_argument("--pool-dir", help="embedded pool spool (default: $HTCANNEX_POOL_DIR or ./.htcannex/pool)")
-    parser.set_defaults(func=status)
+    add_pool_options(parser)
+    parser.set_defaults(func=reporting_usage_errors("status", status))

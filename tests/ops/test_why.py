@@ -95,4 +95,4 @@ def test_bad_job_id_and_unknown_job_are_clear_errors(embedded_pool):
     bad = why(embedded_pool, "twelve")
     assert bad.returncode == 2 and "give CLUSTER.PROC" in bad.stderr
     missing = why(embedded_pool, "999.0")
-    assert missing.returncode == 1 and "neither in the queue nor in the history" in missing.stderr
+    assert missing.returncode == 1 and "neither in the queue nor in the history of that pool" in missing.stderr
