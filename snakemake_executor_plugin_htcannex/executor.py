@@ -32,9 +32,11 @@ STDERR_TAIL_LINES = 20
 # HTCondor starts jobs with no PATH; the spawned Snakemake (its ILP scheduler
 # included) and the rules' shell commands need one.
 EXECUTE_POINT_PATH = "/usr/local/bin:/usr/bin:/bin"
-# A job runs a whole Snakemake process (~150 MB) before the rule's command, so a
-# job without mem_mb/disk_mb gets Snakemake's own "full" defaults instead of the
-# pool's (128 MB of memory on many pools).
+# A job runs a whole Snakemake process (~150 MB resident) besides the rule's
+# command, and HTCondor enforces request_memory on both together: a rule's
+# mem_mb gets this much on top, and a job without mem_mb/disk_mb gets
+# Snakemake's own "full" defaults instead of the pool's (128 MB on many pools).
+SPAWNED_SNAKEMAKE_MB = 256
 SPAWNED_SNAKEMAKE_DEFAULTS = {"mem_mb": 1000, "disk_mb": 1000}
 
 
@@ -275,7 +277,7 @@ class Executor(RemoteExecutor):
             # chain with &&), quoted for a shell: hand it to one, never re-quote it.
             argv=["/bin/sh", "-c", self.format_job_exec(job)],
             wildcards=_wildcards_of(job),
-            resources=_with_defaults(dict(job.resources.items())),
+            resources=_job_resources(dict(job.resources.items())),
             threads=job.threads,
             attempt=job.attempt,
             **files,
@@ -298,10 +300,16 @@ def _wildcards_of(job: JobExecutorInterface) -> dict:
     return {} if job.is_group() else dict(job.wildcards.items())
 
 
-def _with_defaults(resources: dict) -> dict:
+def _job_resources(resources: dict) -> dict:
+    """The rule's resources, with room for the job's own Snakemake process."""
     sized = {name.split("_")[0] for name in resources if name.startswith(("mem", "disk"))}
     defaults = {name: value for name, value in SPAWNED_SNAKEMAKE_DEFAULTS.items() if name.split("_")[0] not in sized}
-    return {**defaults, **resources}
+    resources = {**defaults, **resources}
+    if "mem" in sized and isinstance(resources.get("mem_mb"), int):
+        # Snakemake gives every memory resource as mem_mb too (and mem, mem_mib): keep one.
+        resources = {name: value for name, value in resources.items() if name not in ("mem", "mem_mib")}
+        resources["mem_mb"] += SPAWNED_SNAKEMAKE_MB
+    return resources
 
 
 def _tail(path: Optional[str], lines: int = STDERR_TAIL_LINES) -> str:

@@ -122,8 +122,9 @@ def test_failures_are_reported_with_reason_and_fix_and_leave_no_jobs(tmp_path, u
     )
     assert result.returncode != 0
     errors = result.stderr
-    # a failed command: failed at once, not released again and again
-    assert "dies.txt" in errors and "command most likely failed" in errors
+    # a failed command: its job terminates with the failure (when_to_transfer_output =
+    # ON_SUCCESS: no output transfer to hold it), reported with the tail of its stderr
+    assert "exited with return value 1" in errors and "loss is nan at epoch 3" in errors
     assert "releasing HTCondor job" not in errors
     # a memory hold: removed, with the reason and the fix
     assert "HoldReasonCode 34" in errors and "mem_mb=lambda wildcards, attempt" in errors
