@@ -53,9 +53,11 @@ def next_site(rotation: Rotation, sites: dict, rule: str, wildcards: dict, attem
         site = sites[name]
         if site.kind != "annex" or not (site.cpus and site.memory_mb):
             continue
-        owner = job_ad.get("Owner", "")
-        analysis = analyse_slot(job_ad, catalogue_slot_ad(site, owner), source="catalogue", site=name)
-        if not any(clause.fails for clause in analysis.job_side):
+        # Judge the job as it would be there: pointed at that site's annex.
+        moved = classad2.parseOne(repr(job_ad))
+        moved["TargetAnnexName"] = site.annex_name
+        slot = catalogue_slot_ad(site, job_ad.get("Owner", ""))
+        if analyse_slot(moved, slot, source="catalogue", site=name).matches:
             return site
     return None
 

@@ -80,7 +80,9 @@ def test_expired_annex_chunk_resumes_from_its_checkpoint_on_the_next_site(embedd
 def test_next_site_skips_sites_whose_slots_cannot_run_the_job():
     catalogue = load_catalogue(CATALOGUE)
     job = classad2.ClassAd({"RequestMemory": 1024, "RequestCpus": 1, "Owner": "u"})
-    job["Requirements"] = classad2.ExprTree("(TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus)")
+    job["TargetAnnexName"] = "htcannex-a"
+    job["Requirements"] = classad2.ExprTree("(TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus) "
+                                            "&& (TARGET.AnnexName =?= MY.TargetAnnexName)")
     wildcards = {"run": "0", "chunk": "0"}
     assert recovery.next_site(catalogue.rotation, catalogue.sites, "chunk", wildcards, 1, {"a"}, job).name == "b"
     assert recovery.next_site(catalogue.rotation, catalogue.sites, "chunk", wildcards, 1, {"a", "b"}, job).name == "c"
