@@ -75,8 +75,8 @@ def test_memory_overuse_hold_is_reported_and_retried_with_more_memory(workdir, u
     result = run_snakemake(workdir, user_env, "hog.txt")
     assert result.returncode == 0, result.stderr[-4000:]
     assert (workdir / "hog.txt").exists()
-    asked = sorted(ad["RequestMemory"] for ad in submissions(embedded_pool, "hog"))
-    assert asked == [250, 1200]
+    first, second = sorted(ad["RequestMemory"] for ad in submissions(embedded_pool, "hog"))
+    assert second - first == 1500 - 250  # attempt 2's mem_mb (the executor adds the same overhead to both)
     assert "used more memory than it requested" in result.stderr
     held = [event for kind, _, event in events(workdir) if kind == htcondor2.JobEventType.JOB_HELD]
     assert [event["HoldReasonCode"] for event in held] == [34]
