@@ -49,6 +49,7 @@ class Executor(RemoteExecutor):
 
     def __post_init__(self):
         self._runtime = _Runtime.open(self.workflow.executor_settings, self.workflow)
+        self._left_in_queue = recovery.QueuedJobs(self._runtime.connection.schedd)
         if self._runtime.withheld_secrets:
             self.logger.warning(secrets.withheld_warning(self._runtime.withheld_secrets))
         self._print_plan()
@@ -113,7 +114,7 @@ class Executor(RemoteExecutor):
         submitting it again; False when there is none."""
         runtime = self._runtime
         signature = job_signature(spec.rule, spec.outputs, runtime.submit_options.workdir)
-        ad, surplus = recovery.find_queued(runtime.connection.schedd, signature)
+        ad, surplus = self._left_in_queue.take(signature)
         if ad is None:
             return False
         if surplus:

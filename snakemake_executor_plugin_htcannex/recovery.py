@@ -1,7 +1,7 @@
 """Faults the executor survives instead of failing the run.
 
 - Snakemake killed and restarted: jobs it had submitted are still in the queue
-  (the schedd, or the embedded pool's daemon, outlives it). `find_queued` finds
+  (the schedd, or the embedded pool's daemon, outlives it). `QueuedJobs` finds
   the job submitted earlier for the same outputs, by the `MY.HtcannexSignature`
   that description.py puts in every job ad, so the executor tracks that job
   instead of submitting a duplicate.
@@ -20,7 +20,8 @@ from .diagnose import HELD, IDLE, RUNNING, analyse_slot, catalogue_slot_ad
 from .rotation import Rotation
 from .sites import Site
 
-QUEUED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "HtcannexSite", "HoldReasonCode", "QDate"]
+QUEUED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "HtcannexSignature", "HtcannexSite", "HoldReasonCode",
+                     "QDate", "Err"]
 # Which of several queued copies of one job to keep: the one furthest along.
 PREFERENCE = {RUNNING: 0, IDLE: 1, HELD: 2}
 
@@ -29,17 +30,32 @@ def job_id(ad: classad2.ClassAd) -> str:
     return f"{ad['ClusterId']}.{ad['ProcId']}"
 
 
-def find_queued(schedd, signature: str) -> tuple[Optional[classad2.ClassAd], list[str]]:
-    """The queued job with this signature to adopt, and the ids of surplus copies (to remove)."""
-    ads = schedd.query(
-        constraint=f"HtcannexSignature =?= {classad2.quote(signature)} && "
-                   f"(JobStatus == {IDLE} || JobStatus == {RUNNING} || JobStatus == {HELD})",
-        projection=QUEUED_PROJECTION,
-    )
-    if not ads:
-        return None, []
-    ads.sort(key=lambda ad: (PREFERENCE[ad["JobStatus"]], -ad.get("QDate", 0)))
-    return ads[0], [job_id(ad) for ad in ads[1:]]
+class QueuedJobs:
+    """The htcannex jobs an earlier Snakemake left in the queue, by signature.
+
+    Read with one schedd query, the first time a job is looked up (the executor's first
+    run_job), so a run of thousands of jobs does not query the schedd once per job.
+    """
+
+    def __init__(self, schedd):
+        self.schedd = schedd
+        self._by_signature: Optional[dict] = None
+
+    def take(self, signature: str) -> tuple[Optional[classad2.ClassAd], list[str]]:
+        """The queued job with this signature to adopt, and the ids of surplus copies (to remove)."""
+        if self._by_signature is None:
+            self._by_signature = {}
+            for ad in self.schedd.query(
+                constraint=f"HtcannexSignature isnt undefined && "
+                           f"(JobStatus == {IDLE} || JobStatus == {RUNNING} || JobStatus == {HELD})",
+                projection=QUEUED_PROJECTION,
+            ):
+                self._by_signature.setdefault(ad["HtcannexSignature"], []).append(ad)
+        ads = self._by_signature.pop(signature, [])
+        if not ads:
+            return None, []
+        ads.sort(key=lambda ad: (PREFERENCE[ad["JobStatus"]], -ad.get("QDate", 0)))
+        return ads[0], [job_id(ad) for ad in ads[1:]]
 
 
 def next_site(rotation: Rotation, sites: dict, rule: str, wildcards: dict, attempt: int,
