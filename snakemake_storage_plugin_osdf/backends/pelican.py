@@ -9,7 +9,6 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Iterator, Optional
 
-from pelicanfs.core import PelicanFileSystem
 from snakemake_interface_common.exceptions import WorkflowError
 
 from snakemake_storage_plugin_osdf.backends import ObjectInfo
@@ -24,6 +23,10 @@ class PelicanFederation:
         self.where = f"the federation {discovery_url}"
         self._token = token
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # Imported here: pelicanfs (aiohttp) takes ~1 s to import, and every Snakemake
+        # process imports this plugin, also every job's own Snakemake (docs/benchmarks.md).
+        from pelicanfs.core import PelicanFileSystem
+
         self.fs = PelicanFileSystem(discovery_url, headers=headers)
 
     @contextlib.contextmanager

@@ -12,8 +12,6 @@ import contextlib
 import logging
 from typing import Iterator, Optional
 
-from pelicanfs.token_content_iterator import TokenContentIterator, TokenDiscoveryMethod
-
 
 # pelicanfs's logger; at DEBUG its discovery prints the start of a token it found
 _PELICAN_LOGGER = logging.getLogger("fsspec.pelican")
@@ -35,6 +33,9 @@ def discover_token(token_file: Optional[str] = None) -> Optional[str]:
 
 
 def _first_token(token_file: Optional[str]) -> Optional[str]:
+    # Imported here, as in pelican.py: only the pelican backend pays for pelicanfs.
+    from pelicanfs.token_content_iterator import TokenContentIterator, TokenDiscoveryMethod
+
     candidates = TokenContentIterator(location=token_file)
     candidates.methods = [
         method
