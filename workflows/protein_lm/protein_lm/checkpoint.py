@@ -1,21 +1,20 @@
 """Checkpoint files that refuse to load when damaged, and the RNG states they carry.
 
-A checkpoint is a torch-serialised dict behind a one-line header with the SHA-256 of the
-payload. torch.load does not notice a flipped byte inside a tensor (it loads garbage), and a
-chunk that silently started from garbage or from scratch would invalidate the whole run, so a
-mismatch raises CheckpointError naming the file.
+Every checkpoint has a ``NAME.sha256`` sidecar written by the osdf storage plugin's integrity
+helper, the same one the plugin checks when it moves checkpoints through OSDF. torch.load
+does not notice a flipped byte inside a tensor (it loads garbage), and a chunk that silently
+started from garbage or from scratch would invalidate the whole run, so loading verifies
+first and raises CheckpointError naming the file.
 """
 
-import hashlib
-import io
 import os
 import random
 from pathlib import Path
 
 import numpy as np
 import torch
-
-MAGIC = b"protein_lm-checkpoint sha256="
+from snakemake_interface_common.exceptions import WorkflowError
+from snakemake_storage_plugin_osdf import integrity
 
 
 class CheckpointError(RuntimeError):
@@ -23,32 +22,35 @@ class CheckpointError(RuntimeError):
 
 
 def save(state: dict, path: Path) -> None:
-    """Write atomically: an eviction mid-write leaves the previous file, never half a file."""
-    buffer = io.BytesIO()
-    torch.save(state, buffer)
-    payload = buffer.getvalue()
+    """Write the file atomically, then its sidecar: an eviction mid-save leaves a file without
+    a matching sidecar, which load() refuses, never half a checkpoint that loads."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    integrity.sidecar_of(path).unlink(missing_ok=True)
     partial = path.with_name(path.name + ".partial")
     with open(partial, "wb") as handle:
-        handle.write(MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+        torch.save(state, handle)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(partial, path)
+    integrity.write_with_checksum(path)
 
 
 def load(path: Path) -> dict:
     path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"checkpoint {path} does not exist; rerun the chunk that writes it")
     try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise CheckpointError(f"cannot read checkpoint {path}: {error}") from error
-    header, _, payload = data.partition(b"\n")
-    if not header.startswith(MAGIC):
-        raise CheckpointError(f"{path} is not a protein_lm checkpoint (no checksum header); delete it and rerun the chunk that writes it")
-    if hashlib.sha256(payload).hexdigest().encode() != header[len(MAGIC):]:
-        raise CheckpointError(f"checkpoint {path} is corrupt (SHA-256 mismatch); delete it and rerun the chunk that writes it")
-    return torch.load(io.BytesIO(payload), weights_only=True)
+        integrity.verify(path)
+    except WorkflowError as error:  # corrupt, never committed (no sidecar), unreadable sidecar
+        raise CheckpointError(f"refusing to resume from {path}: {error}") from error
+    return torch.load(path, weights_only=True)
+
+
+def remove(path: Path) -> None:
+    path = Path(path)
+    path.unlink(missing_ok=True)
+    integrity.sidecar_of(path).unlink(missing_ok=True)
 
 
 def capture_rng() -> dict:

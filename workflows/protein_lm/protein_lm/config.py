@@ -18,7 +18,8 @@ def validate_config(config: dict, schema: Path, source: str) -> None:
     try:
         validate(config, str(schema))
     except WorkflowError as error:
-        cause = next((a for a in error.args if isinstance(a, jsonschema.ValidationError)), None)
+        # WorkflowError flattens its arguments into one string; the ValidationError is the context.
+        cause = error.__context__ if isinstance(error.__context__, jsonschema.ValidationError) else None
         if cause is None:
             raise
         key = ".".join(str(p) for p in cause.absolute_path) or "(top level)"

@@ -55,7 +55,7 @@ def site_timeline(results: list[RunResult], path: Path) -> None:
             ax.text(s["started"] - start, row, f" {s['chunk']}", va="center", fontsize=7)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.set_xlabel("seconds since the first chunk started (label: chunk)")
-    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c, label=s) for s, c in colours.items()], loc="outside right center", fontsize=8)
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c, label=s) for s, c in colours.items()], loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
     save(fig, path)
 
 

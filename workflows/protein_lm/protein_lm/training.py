@@ -196,5 +196,5 @@ def train_chunk(job: ChunkJob) -> Outcome:
                 return Outcome.CHECKPOINTED
 
     checkpoint.save(snapshot(position, None), job.output)
-    job.self_checkpoint.path.unlink(missing_ok=True)
+    checkpoint.remove(job.self_checkpoint.path)
     return Outcome.FINISHED

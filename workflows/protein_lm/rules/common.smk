@@ -1,0 +1,68 @@
+# Runs of the sweep, file names, and what the rules share.
+import json
+
+from protein_lm.config import TrainParams
+from protein_lm.sweep import expand_sweep, seed_group
+
+RUNS = {run.id: run for run in expand_sweep(config["train"], config["sweep"])}
+for _run in RUNS.values():
+    TrainParams.from_dict(_run.params).check(f"run {_run.id} {_run.swept}")
+CHUNKS = config["pretrain"]["chunks"]
+VARIANTS = ("distributed", "baseline")  # train_chunk hops between sites; train_baseline is pinned
+
+DATA = "results/data"
+SIMULATED = f"{DATA}/SYNTHETIC_simulated_scores.tsv"
+EXPERIMENTAL = f"{DATA}/SYNTHETIC_experimental_scores.tsv"
+
+wildcard_constraints:
+    run="[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    chunk=r"\d+",
+    variant="|".join(VARIANTS),
+
+
+if config["checkpoint_store"] == "osdf":
+
+    storage osdf:
+        provider="osdf",
+
+    def checkpoint_file(pattern):
+        return storage.osdf(f"{config['osdf_prefix'].rstrip('/')}/{pattern}")
+
+else:
+
+    def checkpoint_file(pattern):
+        return f"results/checkpoints/{pattern}"
+
+
+# A new name per chunk: OSDF objects are immutable and caches serve the first bytes.
+CHECKPOINT = "{variant}/{run}/chunk-{chunk}.pt"
+
+
+def previous_checkpoint(wildcards):
+    """Chunk k reads checkpoint k-1; chunk 1 starts from the run's seed."""
+    chunk = int(wildcards.chunk)
+    if chunk == 1:
+        return []
+    return checkpoint_file(CHECKPOINT.format(variant=wildcards.variant, run=wildcards.run, chunk=chunk - 1))
+
+
+def final_checkpoint(variant, run):
+    return checkpoint_file(CHECKPOINT.format(variant=variant, run=run, chunk=CHUNKS))
+
+
+def self_checkpoint_name(wildcards):
+    """The chunk's resumable file, in the job's working directory (HTCondor transfers it)."""
+    return f"selfckpt-{wildcards.variant}-{wildcards.run}-{wildcards.chunk}.pt"
+
+
+def self_checkpoint_submit(wildcards):
+    """Submit commands for self-checkpointing (htcannex_submit, docs/architecture.md): exit
+    code 85 means "saved, restart me"; the file and its checksum travel with the job."""
+    if not config["pretrain"]["checkpoint_every_steps"]:
+        return "{}"
+    name = self_checkpoint_name(wildcards)
+    return json.dumps({"checkpoint_exit_code": 85, "transfer_checkpoint_files": f"{name}, {name}.sha256"})
+
+
+def run_params(wildcards):
+    return RUNS[wildcards.run].params

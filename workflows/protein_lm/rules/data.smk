@@ -1,0 +1,12 @@
+rule make_data:
+    """The SYNTHETIC data set, made once and shared by every run."""
+    output:
+        simulated=SIMULATED,
+        experimental=EXPERIMENTAL,
+        metadata=f"{DATA}/SYNTHETIC_metadata.json",
+    params:
+        data=config["data"],
+    log:
+        "logs/make_data.log",
+    script:
+        "../scripts/make_data.py"

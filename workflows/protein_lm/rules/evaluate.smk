@@ -1,0 +1,29 @@
+rule evaluate_chunk:
+    """Validation loss and Pearson r per score term after chunk k."""
+    input:
+        checkpoint=checkpoint_file(CHECKPOINT),
+        data=SIMULATED,
+    output:
+        "results/eval/{variant}/{run}/chunk-{chunk}.json",
+    threads: 1
+    log:
+        "logs/evaluate/{variant}/{run}/chunk-{chunk}.log",
+    script:
+        "../scripts/evaluate_chunk.py"
+
+
+rule finetune:
+    """METL's second stage: the pretrained encoder, a new head, the small experimental set;
+    Spearman rho on its held-out split."""
+    input:
+        checkpoint=lambda wildcards: final_checkpoint(wildcards.variant, wildcards.run),
+        data=EXPERIMENTAL,
+    output:
+        "results/finetune/{variant}/{run}.json",
+    params:
+        finetune=config["finetune"],
+    threads: config["finetune"]["threads"]
+    log:
+        "logs/finetune/{variant}/{run}.log",
+    script:
+        "../scripts/finetune.py"

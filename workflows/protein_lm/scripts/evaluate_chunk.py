@@ -1,0 +1,9 @@
+"""Rule evaluate_chunk: validation metrics of one checkpoint (protein_lm.evaluation)."""
+import json
+from pathlib import Path
+
+from protein_lm.evaluation import evaluate_checkpoint
+
+snakemake = globals()["snakemake"]  # injected by Snakemake's script directive
+metrics = evaluate_checkpoint(Path(snakemake.input.checkpoint), Path(snakemake.input.data), snakemake.threads)
+Path(snakemake.output[0]).write_text(json.dumps(metrics, indent=2) + "\n")
