@@ -4,7 +4,10 @@ one clear error naming the file or setting, the key and the fix, and no Python t
 (Catalogue mistakes key by key are tested on load_catalogue in tests/test_sites.py;
 here each kind of mistake is checked once end to end.)
 """
+from pathlib import Path
+
 import pytest
+import yaml
 
 from .conftest import run_snakemake
 
@@ -46,3 +49,17 @@ def test_bad_profile_or_catalogue_is_one_clear_error(workdir, user_env, profile,
         assert word in result.stderr, result.stderr[-2000:]
     assert "Traceback (most recent call last)" not in result.stderr
     assert not (workdir / ".htcannex" / "jobs.log").exists()  # nothing was submitted
+
+
+def test_bad_workflow_config_names_the_key_and_the_schema(monkeypatch):
+    # The protein_lm workflow validates its config with protein_lm.config.validate_config.
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "workflows" / "protein_lm"))
+    from protein_lm.config import ConfigError, validate_config
+
+    workflow = Path(__file__).parents[2] / "workflows" / "protein_lm"
+    config = yaml.safe_load((workflow / "config" / "config.yaml").read_text())
+    config["train"]["lr"] = "fast"
+    with pytest.raises(ConfigError) as raised:
+        validate_config(config, workflow / "config" / "schema.yaml", "config/config.yaml")
+    assert str(raised.value) == ("config/config.yaml: config key 'train.lr': 'fast' is not of type 'number'. "
+                                 "Fix it to match schema.yaml (see docs/protein_lm.md).")
