@@ -47,18 +47,13 @@ def _copy(source: Path, destination: Path):
         shutil.copy2(source, destination)
 
 
-def _input_failure(job, name: str, why: str) -> TransferError:
+def _failure(job, direction: str, name: str, why: str) -> TransferError:
+    """A transfer failure worded as HTCondor's shadow words it; direction: input | output."""
+    code, action = ((HOLD_TRANSFER_INPUT_FAILED, "receiving files from") if direction == "input"
+                    else (HOLD_TRANSFER_OUTPUT_FAILED, "sending files to"))
     return TransferError(
-        HOLD_TRANSFER_INPUT_FAILED, 2,
-        f"Transfer input files failure at execution point while receiving files from the "
-        f"access point. Details: reading from file {name}: {why} (job {job['ClusterId']}.{job['ProcId']})")
-
-
-def _output_failure(job, name: str, why: str) -> TransferError:
-    return TransferError(
-        HOLD_TRANSFER_OUTPUT_FAILED, 2,
-        f"Transfer output files failure at execution point while sending files to the "
-        f"access point. Details: reading from file {name}: {why} (job {job['ClusterId']}.{job['ProcId']})")
+        code, 2, f"Transfer {direction} files failure at execution point while {action} the access point. "
+                 f"Details: reading from file {name}: {why} (job {job['ClusterId']}.{job['ProcId']})")
 
 
 def _keeps_relative_path(job, name: str) -> bool:
@@ -78,9 +73,9 @@ def stage_in(job: classad2.ClassAd, sandbox: Path, origin: Path, checkpoint_dir:
         try:
             source = origin_path(origin, name) if name.startswith(OSDF_PREFIX) else iwd / name
         except ValueError as error:
-            raise _input_failure(job, name, str(error)) from None
+            raise _failure(job, "input", name, str(error)) from None
         if not source.exists():
-            raise _input_failure(job, name, "(errno 2) No such file or directory")
+            raise _failure(job, "input", name, "(errno 2) No such file or directory")
         if source.is_dir() and name.endswith("/"):
             _copy(source, sandbox)
         else:
@@ -88,7 +83,7 @@ def stage_in(job: classad2.ClassAd, sandbox: Path, origin: Path, checkpoint_dir:
     if job.get("TransferExecutable", True):
         executable = Path(job["Cmd"])
         if not executable.is_file():
-            raise _input_failure(job, str(executable), "(errno 2) No such file or directory")
+            raise _failure(job, "input", str(executable), "(errno 2) No such file or directory")
         _copy(executable, sandbox / executable.name)
         os.chmod(sandbox / executable.name, 0o755)
     if checkpoint_dir is not None and checkpoint_dir.is_dir():
@@ -136,18 +131,18 @@ def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, 
     for name in output_names(job, sandbox, before) if send_files else []:
         source = sandbox / name
         if not source.exists():
-            raise _output_failure(job, str(source), "(errno 2) No such file or directory")
+            raise _failure(job, "output", str(source), "(errno 2) No such file or directory")
         try:
             destination = _destination(job, origin, name)
         except ValueError as error:
-            raise _output_failure(job, str(source), str(error)) from None
+            raise _failure(job, "output", str(source), str(error)) from None
         if destination.exists() and origin.resolve() in destination.parents:
-            raise _output_failure(job, str(source), f"the OSDF object {destination.relative_to(origin.resolve())} "
+            raise _failure(job, "output", str(source), f"the OSDF object {destination.relative_to(origin.resolve())} "
                                   "already exists, and OSDF objects are immutable: write a new name")
         try:
             _copy(source, destination)
         except OSError as error:
-            raise _output_failure(job, str(source), str(error)) from None
+            raise _failure(job, "output", str(source), str(error)) from None
     iwd = Path(job["Iwd"])
     for captured, attribute in ((STDOUT, "Out"), (STDERR, "Err")):
         if job[attribute] != "/dev/null" and (sandbox / captured).exists():
