@@ -276,7 +276,7 @@ class Executor(RemoteExecutor):
             jobid=job.jobid,
             # format_job_exec() is a shell command (it may `export` variables and
             # chain with &&), quoted for a shell: hand it to one, never re-quote it.
-            argv=["/bin/sh", "-c", self.format_job_exec(job)],
+            argv=["/bin/sh", "-c", recovery.with_checkpoint_exit(self.format_job_exec(job))],
             wildcards=_wildcards_of(job),
             resources=_job_resources(dict(job.resources.items())),
             threads=job.threads,

@@ -10,6 +10,10 @@
   next site of the job's rotation whose catalogue slot can run it, and
   `retarget` edits the job's TargetAnnexName through the schedd seam, so the
   same job, with its self-checkpoint (transfer_checkpoint_files), runs there.
+- A self-checkpointing job under Snakemake: the Snakemake process inside the
+  job exits 1 whatever its script exited with, so HTCondor would never see the
+  checkpoint exit code. `with_checkpoint_exit` wraps the job's command so that a
+  script that wrote its code to CHECKPOINT_EXIT_MARKER makes the job exit with it.
 """
 import json
 from typing import Optional
@@ -20,10 +24,20 @@ from .diagnose import HELD, IDLE, RUNNING, analyse_slot, catalogue_slot_ad
 from .rotation import Rotation
 from .sites import Site
 
+# Written by a self-checkpointing script in the job's working directory: the exit code to end with.
+CHECKPOINT_EXIT_MARKER = ".htcannex-checkpoint-exit"
 QUEUED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "HtcannexSignature", "HtcannexSite", "HoldReasonCode",
                      "QDate", "Err"]
 # Which of several queued copies of one job to keep: the one furthest along.
 PREFERENCE = {RUNNING: 0, IDLE: 1, HELD: 2}
+
+
+def with_checkpoint_exit(command: str) -> str:
+    """`command`, then exit with the code in the marker file if the job's script left one (the
+    marker is removed, so the restarted job starts clean), else with the command's own status."""
+    marker = CHECKPOINT_EXIT_MARKER
+    return (f"{command}; status=$?; if [ -f {marker} ]; then code=$(cat {marker}); rm -f {marker}; "
+            f"exit $code; fi; exit $status")
 
 
 def job_id(ad: classad2.ClassAd) -> str:

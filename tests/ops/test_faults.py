@@ -40,23 +40,30 @@ def submissions(pool, rule):
     return pool.schedd().query(constraint, projection) + pool.schedd().history(constraint, projection)
 
 
-def test_annex_expiring_under_a_running_chunk_moves_the_job_to_the_next_site(workdir, user_env, embedded_pool):
-    target = "run0-chunk0.txt"  # round-robin: site a first
-    snakemake = subprocess.Popen(snakemake_argv(workdir, target, extra=["--config", "sleep=8"]), cwd=workdir,
-                                 env=user_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def test_annex_expiring_under_a_running_chunk_moves_it_and_it_resumes_from_its_checkpoint(
+        workdir, user_env, embedded_pool):
+    # A self-checkpointing chunk (one step per start, exit 85 until step 6), round-robin: site a first.
+    target = "steps-run0-chunk0.txt"
+    snakemake = subprocess.Popen(snakemake_argv(workdir, target), cwd=workdir, env=user_env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_until(lambda: running_job(embedded_pool, "chunk"), what="the chunk to start")
+        wait_until(lambda: embedded_pool.schedd().query('HtcannexRule == "steps" && NumJobStarts >= 3',
+                                                        ["ClusterId"]), what="two checkpointed steps")
         embedded_pool.inject_expire_annex("htcannex-a")
         _, stderr = snakemake.communicate(timeout=120)
     finally:
         snakemake.kill()
     assert snakemake.returncode == 0, stderr[-4000:]
-    assert (workdir / target).read_text() == "run 0 chunk 0\n"
-    [job] = submissions(embedded_pool, "chunk")  # the same job, not a resubmission
+    steps = (workdir / target).read_text().splitlines()
+    # Every step once, in order: nothing lost, nothing redone; the first ones on a, the last on b.
+    assert [line.split(" on ")[0] for line in steps] == [f"step {n}" for n in range(1, 7)]
+    where = [line.split(" on ")[1] for line in steps]
+    assert where[:2] == ["htcannex-a"] * 2 and where[-1] == "htcannex-b" and where == sorted(where)
+    [job] = submissions(embedded_pool, "steps")  # the same job, not a resubmission
     job_id = f"{job['ClusterId']}.{job['ProcId']}"
-    assert annexes_by_job(workdir)[job_id] == ["htcannex-a", "htcannex-b"]
     assert any(kind == htcondor2.JobEventType.JOB_EVICTED and job == job_id for kind, job, _ in events(workdir))
-    assert f"Moved it to site b (annex htcannex-b)" in stderr
+    assert annexes_by_job(workdir)[job_id][-1] == "htcannex-b"
+    assert "its annex htcannex-a is gone (expired?). Moved it to site b (annex htcannex-b)" in stderr
 
 
 def test_annex_that_never_comes_up_sends_the_waiting_job_to_the_next_site(workdir, user_env, embedded_pool):
