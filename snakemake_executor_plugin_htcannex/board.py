@@ -1,13 +1,15 @@
 """The status board: runs x chunks (site, state, epochs, time) and a per-site epoch-time profile.
 
-Sources, both read-only:
+Sources, all read-only:
 - the run's one event log (`.htcannex/jobs.log`), read incrementally with
   tracking.EventLogTracker (htcondor2.JobEventLog): each job's state, the annex
   it runs on, and the submit/start/finish times;
 - the job ads (schedd.query for queued jobs, schedd.history for finished ones,
   through the seam) for what the executor recorded about each job:
   `HtcannexRule`, `HtcannexWildcards` (which give the run and the chunk),
-  `HtcannexSite`, `HtcannexAttempt`.
+  `HtcannexSite`, `HtcannexAttempt`;
+- the collector's annex slots (one query per refresh): which annexes are up,
+  how many slots are busy, and how long until each ends (AnnexLifetimeEnd).
 
 Epoch times are a chunk's wall time (its last execution, start to finish)
 divided by epochs_per_job; the board says so (`epoch_time_source`). Training
@@ -20,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import mean
 from typing import Optional
+
+import htcondor2
 
 from .rotation import _natural as natural_run_order
 from .tracking import EventLogTracker, JobPhase, JobRecord
@@ -54,9 +58,18 @@ class SiteProfile:
 
 
 @dataclass
+class AnnexRow:
+    annex: str
+    slots: int
+    busy: int
+    seconds_left: Optional[float]  # until AnnexLifetimeEnd, where the slots say
+
+
+@dataclass
 class Board:
     rows: list = field(default_factory=list)
     sites: list = field(default_factory=list)
+    annexes: list = field(default_factory=list)  # the annexes that are up (collector)
     epoch_time_source: str = ""
     generated_at: float = 0.0
 
@@ -67,10 +80,10 @@ class Board:
 class BoardSource:
     """Keeps the event log open between refreshes so each one reads only new events."""
 
-    def __init__(self, workdir: Path, schedd, run_wildcard: str = "run", chunk_wildcard: str = "chunk",
-                 epochs_per_job: Optional[int] = None):
+    def __init__(self, workdir: Path, schedd, collector=None, run_wildcard: str = "run",
+                 chunk_wildcard: str = "chunk", epochs_per_job: Optional[int] = None):
         self.tracker = EventLogTracker(Path(workdir) / ".htcannex" / "jobs.log")
-        self.schedd = schedd
+        self.schedd, self.collector = schedd, collector
         self.run_wildcard, self.chunk_wildcard = run_wildcard, chunk_wildcard
         self.epochs_per_job = epochs_per_job
         self._ads: dict = {}  # job id -> what the executor recorded; finished jobs' ads never change
@@ -83,7 +96,21 @@ class BoardSource:
         self.tracker.poll()
         self._refresh_ads()
         rows = self._rows(now)
-        return Board(rows=rows, sites=self._profile(rows), epoch_time_source=self._source(), generated_at=now)
+        return Board(rows=rows, sites=self._profile(rows), annexes=self._annexes(now),
+                     epoch_time_source=self._source(), generated_at=now)
+
+    def _annexes(self, now: float) -> list:
+        if self.collector is None:
+            return []
+        by_annex: dict = {}
+        for slot in self.collector.query(htcondor2.AdTypes.Startd, constraint="AnnexName isnt undefined",
+                                         projection=["AnnexName", "State", "AnnexLifetimeEnd"]):
+            row = by_annex.setdefault(slot["AnnexName"], AnnexRow(slot["AnnexName"], 0, 0, None))
+            row.slots += 1
+            row.busy += slot.get("State") == "Claimed"
+            if "AnnexLifetimeEnd" in slot:
+                row.seconds_left = slot["AnnexLifetimeEnd"] - now
+        return [by_annex[name] for name in sorted(by_annex)]
 
     def _refresh_ads(self) -> None:
         unknown = [job for job in self.tracker.jobs if job not in self._ads]
@@ -157,6 +184,9 @@ def render(board: Board) -> str:
         [site.site, str(site.chunks_done), _duration(site.mean_chunk_s), _duration(site.mean_epoch_s)]
         for site in board.sites]
     lines += _columns(profile) if board.sites else ["(no chunk has finished yet)"]
+    annexes = [["ANNEX", "SLOTS", "BUSY", "TIME LEFT"]] + [
+        [annex.annex, str(annex.slots), str(annex.busy), _duration(annex.seconds_left)] for annex in board.annexes]
+    lines += ["", "annexes up"] + (_columns(annexes) if board.annexes else ["(none)"])
     return "\n".join(lines)
 
 

@@ -32,7 +32,7 @@ def status(args) -> int:
     catalogue, connection = open_catalogue_and_pool(args)
     rotation = catalogue.rotation if catalogue else None
     source = BoardSource(
-        workdir, connection.schedd,
+        workdir, connection.schedd, connection.collector,
         run_wildcard=rotation.run_wildcard if rotation else "run",
         chunk_wildcard=rotation.chunk_wildcard if rotation else "chunk",
         epochs_per_job=args.epochs_per_job or epochs_per_job_from_config(workdir / "config" / "config.yaml"),

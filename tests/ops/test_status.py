@@ -56,6 +56,10 @@ def test_board_follows_chunks_from_running_to_done_with_site_epoch_times(workdir
     assert set(profile) == {"a", "b"}
     assert profile["a"]["mean_epoch_s"] == pytest.approx(profile["a"]["mean_chunk_s"] / 4)
     assert "epochs_per_job=4" in final["epoch_time_source"]
+    annexes = {annex["annex"]: annex for annex in final["annexes"]}
+    assert set(annexes) == {"htcannex-a", "htcannex-b"}  # created on demand, still up
+    assert annexes["htcannex-a"]["slots"] == 1 and annexes["htcannex-a"]["busy"] == 0
+    assert 0 < annexes["htcannex-a"]["seconds_left"] <= 30 * 60
 
     text = status(workdir, embedded_pool, "--once").stdout
     assert text.splitlines()[0].split() == ["RULE", "RUN", "CHUNK", "EPOCHS", "SITE", "STATE", "TIME", "JOB", "NOTE"]
