@@ -24,7 +24,7 @@ def validate_config(config: dict, schema: Path, source: str) -> None:
             raise
         key = ".".join(str(p) for p in cause.absolute_path) or "(top level)"
         raise ConfigError(
-            f"{source}: config key '{key}': {cause.message}. Fix it to match {schema.name} (see docs/protein_lm.md)."
+            f"{source}: config key '{key}': {cause.message}. Fix it to match {schema.parent.name}/{schema.name} (see docs/protein_lm.md)."
         ) from None
 
 
