@@ -162,12 +162,19 @@ def _referenced_values(text: str, scope: classad2.ClassAd, target: classad2.Clas
         side = target if prefix == "TARGET" else scope
         key = f"{prefix}.{name}" if prefix else name
         if name in side:
-            values[key] = side.eval(name)
+            values[key] = _shown(side, name)
         elif not prefix and name in target:
-            values[f"TARGET.{name}"] = target.eval(name)
+            values[f"TARGET.{name}"] = _shown(target, name)
         else:
             values[key] = "undefined"
     return values
+
+
+def _shown(ad: classad2.ClassAd, name: str):
+    """An attribute's value for the reader: evaluated, or as written when it only makes sense
+    elsewhere (RequireGPUs is evaluated per GPU device, not in the job ad)."""
+    value = ad.eval(name)
+    return str(ad.lookup(name)) if isinstance(value, classad2.Value) else value
 
 
 def analyse_slot(job_ad: classad2.ClassAd, slot_ad: classad2.ClassAd, *, source: str,

@@ -96,3 +96,23 @@ def test_bad_job_id_and_unknown_job_are_clear_errors(embedded_pool):
     assert bad.returncode == 2 and "give CLUSTER.PROC" in bad.stderr
     missing = why(embedded_pool, "999.0")
     assert missing.returncode == 1 and "neither in the queue nor in the history of that pool" in missing.stderr
+
+
+def test_gpu_memory_and_capability_clause_fails_on_smaller_gpus_with_the_fix():
+    from snakemake_executor_plugin_htcannex.diagnose import analyse_slot, catalogue_slot_ad, render_analysis
+    from snakemake_executor_plugin_htcannex.sites import load_catalogue
+
+    nairr = load_catalogue(Path(__file__).parents[2] / "profiles" / "nairr" / "htcannex.yaml")
+    job = classad2.ClassAd({"RequestGPUs": 1, "Owner": "u"})
+    job["RequireGPUs"] = classad2.ExprTree("GlobalMemoryMb >= 40000 && Capability >= 8.0")  # as condor_submit
+    job["Requirements"] = classad2.ExprTree(
+        "(TARGET.GPUs >= RequestGPUs) && (countMatches(MY.RequireGPUs, TARGET.AvailableGPUs) >= RequestGPUs)")
+    expanse = nairr.sites["expanse"]  # V100: 32 GB, capability 7.0
+    anvil = nairr.sites["anvil"]  # A100: 40 GB, capability 8.0
+    assert not any(clause.fails for clause in analyse_slot(job, catalogue_slot_ad(anvil, "u"), source="catalogue").job_side)
+    text = "\n".join(render_analysis(analyse_slot(job, catalogue_slot_ad(expanse, "u"), source="catalogue")))
+    assert "FAILS (job Requirements) countMatches(MY.RequireGPUs,TARGET.AvailableGPUs) >= RequestGPUs" in text
+    assert "MY.RequireGPUs = GlobalMemoryMb >= 40000 && Capability >= 8.0" in text
+    assert "GlobalMemoryMb = 32768" in text
+    assert "too small or too old for gpu_memory / gpu_capability" in text
+    assert "TARGET.GPUs >= RequestGPUs" not in text.split("FAILS")[0]  # one GPU is there: not a failure
