@@ -249,10 +249,12 @@ class Scheduler:
 
     def inject_kill_job(self, job_id: str):
         """The job's execute node crashes: the process dies and the job is evicted to idle."""
-        key = tuple(int(part) for part in str(job_id).split(".")) if re.fullmatch(r"\d+\.\d+", str(job_id)) else None
-        if key not in self.running:
+        if not re.fullmatch(r"\d+\.\d+", str(job_id)):
+            raise RequestError(f"inject_kill_job: {job_id!r} is not a job id (give C.P, e.g. 12.0)")
+        [ad] = self._select(str(job_id))
+        if _key(ad) not in self.running:
             raise RequestError(f"inject_kill_job: job {job_id} is not running")
-        self._evict(self.jobs[key], "the execute node crashed (injected fault)")
+        self._evict(ad, "the execute node crashed (injected fault)")
 
     # ---- state changes (each saved and logged)
 

@@ -15,7 +15,7 @@ import pytest
 
 from snakemake_executor_plugin_htcannex.pool import PoolRequestError
 
-from pool_helpers import (event_types, job_status, make_pool, script, stop_for_sure, submit,
+from pool_helpers import (event_types, make_pool, script, stop_for_sure, submit,
                           wait_for_status, wait_until)
 
 JobEventType = htcondor2.JobEventType

@@ -3,6 +3,9 @@ import getpass
 import time
 
 import htcondor2
+import pytest
+
+from snakemake_executor_plugin_htcannex.pool import PoolRequestError
 
 from pool_helpers import (event_types, events, job_status, python_script, script, submit,
                           wait_for_status, wait_until)
@@ -179,3 +182,12 @@ def test_periodic_remove(pool, submit_dir):
     wait_for_status(pool, f"{result.cluster()}.0", 3, timeout_s=10)
     aborted = [event for event in events(submit_dir / "jobs.log") if event.type == JobEventType.JOB_ABORTED]
     assert "PeriodicRemove" in aborted[0]["Reason"]
+
+
+def test_kill_injection_names_what_is_wrong(pool, submit_dir):
+    script(submit_dir, "job.sh", "exit 0\n")
+    held = submit(pool, {"executable": "job.sh", "hold": "true"})
+    for job_id, message in (("x", "is not a job id"), ("99.0", "job 99.0 is not in the queue"),
+                            (f"{held.cluster()}.0", "is not running")):
+        with pytest.raises(PoolRequestError, match=message):
+            pool.inject_kill_job(job_id)
