@@ -63,7 +63,8 @@ def test_idle_job_names_the_failing_memory_clause_on_the_live_annex(embedded_poo
     assert f"job {job} (rule train) is idle" in out
     assert "annex htcannex-a: up, 1 slot(s)" in out
     live = out.split("slot1@htcannex-a-host1 [collector]: does not match")[1].split("[catalogue]")[0]
-    assert "FAILS (job Requirements) TARGET.Memory >= RequestMemory   [TARGET.Memory = 512, RequestMemory = 1000]" in live
+    assert ("FAILS (job Requirements) TARGET.Memory >= RequestMemory   "
+            "[TARGET.Memory = 512, RequestMemory = 1000]") in live
     assert "lower mem_mb" in live
     assert "a (catalogue) [catalogue]: matches" in out  # the catalogue's 2 GB would do
 
@@ -76,7 +77,8 @@ def test_job_waiting_for_an_annex_that_is_not_up_says_so(embedded_pool, tmp_path
     for site in "abc":
         block = out.split(f"{site} (catalogue) [catalogue]: does not match")[1]
         assert "FAILS (job Requirements) TARGET.GPUs >= RequestGPUs" in block.split("[catalogue]")[0]
-    assert "FAILS (slot START) MY.AnnexName is TARGET.TargetAnnexName   [MY.AnnexName = htcannex-a, TARGET.TargetAnnexName = htcannex-b]" in out
+    assert ("FAILS (slot START) MY.AnnexName is TARGET.TargetAnnexName   "
+            "[MY.AnnexName = htcannex-a, TARGET.TargetAnnexName = htcannex-b]") in out
 
 
 def test_memory_hold_is_explained_with_the_fix(embedded_pool, tmp_path):
@@ -109,7 +111,8 @@ def test_gpu_memory_and_capability_clause_fails_on_smaller_gpus_with_the_fix():
         "(TARGET.GPUs >= RequestGPUs) && (countMatches(MY.RequireGPUs, TARGET.AvailableGPUs) >= RequestGPUs)")
     expanse = nairr.sites["expanse"]  # V100: 32 GB, capability 7.0
     anvil = nairr.sites["anvil"]  # A100: 40 GB, capability 8.0
-    assert not any(clause.fails for clause in analyse_slot(job, catalogue_slot_ad(anvil, "u"), source="catalogue").job_side)
+    on_anvil = analyse_slot(job, catalogue_slot_ad(anvil, "u"), source="catalogue")
+    assert not any(clause.fails for clause in on_anvil.job_side)
     text = "\n".join(render_analysis(analyse_slot(job, catalogue_slot_ad(expanse, "u"), source="catalogue")))
     assert "FAILS (job Requirements) countMatches(MY.RequireGPUs,TARGET.AvailableGPUs) >= RequestGPUs" in text
     assert "MY.RequireGPUs = GlobalMemoryMb >= 40000 && Capability >= 8.0" in text
