@@ -7,9 +7,11 @@ from pathlib import Path
 
 import classad2
 import htcondor2
-import pytest
 
-from snakemake_executor_plugin_htcannex.diagnose import evaluate_clauses, split_conjunction
+from snakemake_executor_plugin_htcannex.diagnose import (
+    analyse_slot, catalogue_slot_ad, evaluate_clauses, render_analysis, split_conjunction,
+)
+from snakemake_executor_plugin_htcannex.sites import load_catalogue
 
 CATALOGUE = Path(__file__).parent / "workflows" / "faults" / "htcannex.yaml"
 HTCANNEX = Path(sys.executable).parent / "htcannex"
@@ -101,9 +103,6 @@ def test_bad_job_id_and_unknown_job_are_clear_errors(embedded_pool):
 
 
 def test_gpu_memory_and_capability_clause_fails_on_smaller_gpus_with_the_fix():
-    from snakemake_executor_plugin_htcannex.diagnose import analyse_slot, catalogue_slot_ad, render_analysis
-    from snakemake_executor_plugin_htcannex.sites import load_catalogue
-
     nairr = load_catalogue(Path(__file__).parents[2] / "profiles" / "nairr" / "htcannex.yaml")
     job = classad2.ClassAd({"RequestGPUs": 1, "Owner": "u"})
     job["RequireGPUs"] = classad2.ExprTree("GlobalMemoryMb >= 40000 && Capability >= 8.0")  # as condor_submit
