@@ -11,6 +11,7 @@ Run as `python -m snakemake_executor_plugin_htcannex.pool.daemon --spool DIR ...
 """
 import argparse
 import fcntl
+import inspect
 import json
 import logging
 import os
@@ -80,13 +81,14 @@ class PoolDaemon:
             arguments = request.get("args") or {}
             if not isinstance(arguments, dict):
                 raise RequestError("the request's args must be a JSON object")
+            try:
+                inspect.signature(operation).bind(**arguments)
+            except TypeError as error:
+                raise RequestError(f"bad arguments for {request['op']}: {error}") from None
             with self.lock:
                 if request["op"] not in OBSERVING_OPERATIONS:
                     self.last_request = time.time()
-                try:
-                    result = operation(**arguments)
-                except TypeError as error:
-                    raise RequestError(f"bad arguments for {request['op']}: {error}") from None
+                result = operation(**arguments)
             return {"ok": True, "result": result}
         except (RequestError, ValueError) as error:
             return {"ok": False, "kind": "request", "error": str(error)}

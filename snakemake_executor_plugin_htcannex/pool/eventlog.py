@@ -5,6 +5,7 @@ each event is appended under an exclusive `flock`, as the shadows of a real
 schedd do. Event numbers and wording follow HTCondor's `condor_event.cpp`.
 """
 import fcntl
+import logging
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import classad2
 
 HOST = "<127.0.0.1:0?alias=embedded-pool>"
 _ZERO_USAGE = "Usr 0 00:00:00, Sys 0 00:00:00"
+_daemon_log = logging.getLogger("htcannex.pool")
 
 
 def _usage_lines(*labels: str) -> list[str]:
@@ -20,6 +22,12 @@ def _usage_lines(*labels: str) -> list[str]:
 
 def _bytes_lines(*labels: str) -> list[str]:
     return [f"\t0  -  {label}" for label in labels]
+
+
+def open_log(path: str):
+    """Open a user log for appending (creating its directory); OSError says why it cannot be."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "a")
 
 
 class UserLog:
@@ -34,15 +42,18 @@ class UserLog:
             return
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         text = "\n".join([f"{number:03d} {self._id} {stamp} {headline}", *body, "...", ""])
-        Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-        with open(self._path, "a") as log:
-            fcntl.flock(log, fcntl.LOCK_EX)
-            try:
-                log.write(text)
-                # flush before unlocking so appends of other writers never interleave
-                log.flush()
-            finally:
-                fcntl.flock(log, fcntl.LOCK_UN)
+        try:
+            with open_log(self._path) as log:
+                fcntl.flock(log, fcntl.LOCK_EX)
+                try:
+                    log.write(text)
+                    # flush before unlocking so appends of other writers never interleave
+                    log.flush()
+                finally:
+                    fcntl.flock(log, fcntl.LOCK_UN)
+        except OSError as error:
+            # The job goes on, as under a real shadow that cannot write the log.
+            _daemon_log.warning("cannot write event %03d %s to %s: %s", number, self._id, self._path, error)
 
     def submitted(self):
         self._write(0, f"Job submitted from host: {HOST}")

@@ -12,7 +12,7 @@ from pathlib import Path
 import classad2
 
 from . import jobads, starter, transfer
-from .eventlog import UserLog
+from .eventlog import UserLog, open_log
 from .slots import Annex, Slot, free_disk_kib, ordinary_slots
 from .states import (COMPLETED, HELD, HOLD_EXECUTE_DURATION, HOLD_JOB_POLICY_MEMORY,
                      HOLD_MEMORY_SUBCODE, HOLD_PERIODIC_HOLD, HOLD_STARTER_ERROR,
@@ -118,6 +118,12 @@ class Scheduler:
                                        owner=owner, submit_environment=environment)
         except (jobads.SubmitError, OSError) as error:
             raise RequestError(f"submit rejected, nothing queued: {error}") from None
+        for path in {ad["UserLog"] for ad in ads if "UserLog" in ad}:
+            try:
+                open_log(path).close()
+            except OSError as error:
+                raise RequestError(f"submit rejected, nothing queued: log = {path} cannot be written: "
+                                   f"{error.strerror}") from None
         self.store.save(*ads)
         for ad in ads:
             self.jobs[_key(ad)] = ad

@@ -232,3 +232,11 @@ def test_dollar_macro_gives_a_literal_dollar(pool, submit_dir):
     result = submit(pool, {"executable": "job.sh", "arguments": '"$(DOLLAR)HOME"'})
     wait_for_status(pool, f"{result.cluster()}.0", 4)
     assert (submit_dir / "arg.txt").read_text() == "$HOME\n"
+
+
+def test_unwritable_log_rejects_the_submit(pool, submit_dir):
+    script(submit_dir, "job.sh", "exit 0\n")
+    (submit_dir / "a_file").write_text("")
+    with pytest.raises(PoolRequestError, match="log = .*a_file/jobs.log cannot be written"):
+        submit(pool, {"executable": "job.sh", "log": "a_file/jobs.log"})
+    assert pool.schedd().query() == []
