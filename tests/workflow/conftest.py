@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 WORKFLOW = Path(__file__).resolve().parents[2] / "workflows" / "protein_lm"
-sys.path.insert(0, str(WORKFLOW))
+sys.path.insert(0, str(WORKFLOW / "scripts"))
 
 from protein_lm.config import TrainParams  # noqa: E402
 from protein_lm.data import DataConfig, generate  # noqa: E402

@@ -73,7 +73,7 @@ def test_self_checkpoint_stops_and_resumes_bitwise(tiny_data, tiny_params, tmp_p
 RUN_IN_SUBPROCESS = """
 import json, sys
 from pathlib import Path
-sys.path.insert(0, {workflow!r})
+sys.path.insert(0, {scripts!r})
 from protein_lm.config import TrainParams
 from protein_lm.training import ChunkJob, SelfCheckpoint, train_chunk
 spec = json.loads(sys.argv[1])
@@ -88,7 +88,7 @@ def test_killed_mid_chunk_resumes_from_self_checkpoint_bitwise(tiny_data, tiny_p
     target = job(tiny_data, tiny_params, tmp_path, 1, EPOCHS, "killed", every=2)
     spec = {"params": asdict(tiny_params), "data": str(tiny_data["simulated"]), "output": str(target.output),
             "self": str(target.self_checkpoint.path)}
-    code = RUN_IN_SUBPROCESS.format(workflow=str(WORKFLOW), epochs=EPOCHS)
+    code = RUN_IN_SUBPROCESS.format(scripts=str(WORKFLOW / "scripts"), epochs=EPOCHS)
     process = subprocess.Popen([sys.executable, "-c", code, json.dumps(spec)])
     try:
         deadline = time.time() + 120

@@ -20,34 +20,37 @@ wildcard_constraints:
     variant="|".join(VARIANTS),
 
 
+# A new name per chunk: OSDF objects are immutable and caches serve the first bytes.
+CHECKPOINT = "{variant}/{run}/chunk-{chunk}.pt"
+
 if config["checkpoint_store"] == "osdf":
 
     storage osdf:
         provider="osdf",
 
-    def checkpoint_file(pattern):
-        return storage.osdf(f"{config['osdf_prefix'].rstrip('/')}/{pattern}")
+    def checkpoint_files(relative, name="checkpoint"):
+        """Named files of one checkpoint; the osdf provider moves its checksum sidecar itself."""
+        return {name: storage.osdf(f"{config['osdf_prefix'].rstrip('/')}/{relative}")}
 
 else:
 
-    def checkpoint_file(pattern):
-        return f"results/checkpoints/{pattern}"
-
-
-# A new name per chunk: OSDF objects are immutable and caches serve the first bytes.
-CHECKPOINT = "{variant}/{run}/chunk-{chunk}.pt"
+    def checkpoint_files(relative, name="checkpoint"):
+        """Named files of one checkpoint: declaring the sidecar that training writes makes
+        executors without a shared filesystem move it along with the checkpoint."""
+        path = f"results/checkpoints/{relative}"
+        return {name: path, f"{name}_checksum": f"{path}.sha256"}
 
 
 def previous_checkpoint(wildcards):
     """Chunk k reads checkpoint k-1; chunk 1 starts from the run's seed."""
     chunk = int(wildcards.chunk)
     if chunk == 1:
-        return []
-    return checkpoint_file(CHECKPOINT.format(variant=wildcards.variant, run=wildcards.run, chunk=chunk - 1))
+        return {}
+    return checkpoint_files(CHECKPOINT.format(variant=wildcards.variant, run=wildcards.run, chunk=chunk - 1), "previous")
 
 
 def final_checkpoint(variant, run):
-    return checkpoint_file(CHECKPOINT.format(variant=variant, run=run, chunk=CHUNKS))
+    return checkpoint_files(CHECKPOINT.format(variant=variant, run=run, chunk=CHUNKS))
 
 
 def self_checkpoint_name(wildcards):

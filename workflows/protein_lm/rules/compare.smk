@@ -1,7 +1,11 @@
+FINAL_CHECKPOINTS = [final_checkpoint(variant, run) for run in RUNS for variant in VARIANTS]
+
+
 rule compare:
     """Distributed runs against their pinned twins: tables, verdict, figures."""
     input:
-        checkpoints=[final_checkpoint(v, run) for run in RUNS for v in VARIANTS],
+        checkpoints=[files["checkpoint"] for files in FINAL_CHECKPOINTS],
+        checksums=[files["checkpoint_checksum"] for files in FINAL_CHECKPOINTS if "checkpoint_checksum" in files],
         evaluations=[f"results/eval/{v}/{run}/chunk-{c}.json" for run in RUNS for v in VARIANTS for c in range(1, CHUNKS + 1)],
         finetunes=[f"results/finetune/{v}/{run}.json" for run in RUNS for v in VARIANTS],
     output:

@@ -1,7 +1,7 @@
 rule evaluate_chunk:
     """Validation loss and Pearson r per score term after chunk k."""
     input:
-        checkpoint=checkpoint_file(CHECKPOINT),
+        **checkpoint_files(CHECKPOINT),
         data=SIMULATED,
     output:
         "results/eval/{variant}/{run}/chunk-{chunk}.json",
@@ -16,7 +16,7 @@ rule finetune:
     """METL's second stage: the pretrained encoder, a new head, the small experimental set;
     Spearman rho on its held-out split."""
     input:
-        checkpoint=lambda wildcards: final_checkpoint(wildcards.variant, wildcards.run),
+        unpack(lambda wildcards: final_checkpoint(wildcards.variant, wildcards.run)),
         data=EXPERIMENTAL,
     output:
         "results/finetune/{variant}/{run}.json",

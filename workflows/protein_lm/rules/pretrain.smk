@@ -2,10 +2,10 @@ rule train_chunk:
     """The epochs of one chunk: reads checkpoint k-1, writes checkpoint k. The htcannex
     profile rotates this rule between sites by its wildcards run and chunk."""
     input:
+        unpack(previous_checkpoint),
         data=SIMULATED,
-        previous=previous_checkpoint,
     output:
-        checkpoint_file(CHECKPOINT),
+        **checkpoint_files(CHECKPOINT),
     wildcard_constraints:
         variant="distributed",
     params:

@@ -14,7 +14,7 @@ from protein_lm.training import ChunkJob, Outcome, SelfCheckpoint, train_chunk
 snakemake = globals()["snakemake"]  # injected by Snakemake's script directive
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")
 exit_code = checkpoint_exit_code()
-previous = snakemake.input.previous
+previous = snakemake.input.get("previous")
 outcome = train_chunk(ChunkJob(
     run_id=snakemake.wildcards.run,
     params=TrainParams.from_dict(snakemake.params.run),
@@ -23,7 +23,7 @@ outcome = train_chunk(ChunkJob(
     epochs_per_job=snakemake.params.epochs_per_job,
     total_epochs=snakemake.params.total_epochs,
     previous=Path(previous) if previous else None,
-    output=Path(snakemake.output[0]),
+    output=Path(snakemake.output.checkpoint),
     self_checkpoint=SelfCheckpoint(Path(snakemake.params.self_checkpoint), snakemake.params.checkpoint_every_steps, exit_code is not None),
     threads=snakemake.threads,
 ))
