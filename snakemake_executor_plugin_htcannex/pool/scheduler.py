@@ -21,6 +21,7 @@ from .store import QueueStore
 
 ACTIONS = ("Hold", "Release", "Remove", "RemoveX", "Vacate", "VacateFast")
 PERIODIC_INTERVAL_S = 1.0  # HTCondor's PERIODIC_EXPR_INTERVAL, shortened for a test pool
+MEMORY_SAMPLE_S = 0.1
 # Attributes a client may not edit: they identify the job or are the schedd's to change.
 PROTECTED_ATTRIBUTES = {"clusterid", "procid", "jobstatus", "mytype", "owner"}
 CONTAINER_UNIVERSE = 14
@@ -82,6 +83,7 @@ class Scheduler:
         self.slot_set_version = 0
         self.unmatchable: dict[tuple[int, int], int] = {}
         self._last_periodic = 0.0
+        self._last_memory_sample = 0.0
         self._recover()
 
     # ---- start-up and shutdown
@@ -473,10 +475,16 @@ class Scheduler:
         self._retire(ad)
 
     def _monitor(self, now: float):
+        # Reap every pass; sample memory (costly with many jobs) at most every MEMORY_SAMPLE_S.
+        sample_memory = now - self._last_memory_sample >= MEMORY_SAMPLE_S
+        if sample_memory:
+            self._last_memory_sample = now
         for key, running in list(self.running.items()):
             returncode = running.poll()
             if returncode is not None:
                 self._exited(running, returncode)
+                continue
+            if not sample_memory:
                 continue
             ad = self.jobs[key]
             rss_kib = running.rss_kib()

@@ -36,9 +36,10 @@ class QueueStore:
         rows = self._db.execute("SELECT ad FROM jobs ORDER BY cluster, proc")
         return [classad2.parseOne(text) for (text,) in rows]
 
-    def history(self) -> list[classad2.ClassAd]:
-        rows = self._db.execute("SELECT ad FROM history ORDER BY cluster DESC, proc DESC")
-        return [classad2.parseOne(text) for (text,) in rows]
+    def history(self):
+        """Finished jobs, newest first, parsed one at a time (callers may stop early)."""
+        rows = self._db.execute("SELECT ad FROM history ORDER BY cluster DESC, proc DESC").fetchall()
+        return (classad2.parseOne(text) for (text,) in rows)
 
     @contextlib.contextmanager
     def transaction(self):

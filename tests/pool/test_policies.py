@@ -191,3 +191,23 @@ def test_kill_injection_names_what_is_wrong(pool, submit_dir):
                             (f"{held.cluster()}.0", "is not running")):
         with pytest.raises(PoolRequestError, match=message):
             pool.inject_kill_job(job_id)
+
+
+def test_periodic_hold_holds_a_running_job_with_code_3(pool, submit_dir):
+    script(submit_dir, "slow.sh", "sleep 60\n")
+    result = submit(pool, {"executable": "slow.sh", "periodic_hold": "JobStatus == 2"})
+    wait_for_status(pool, f"{result.cluster()}.0", 5, timeout_s=10)
+    held = held_events(submit_dir / "jobs.log", result.cluster())[0]
+    assert held["HoldReasonCode"] == 3 and "PeriodicHold" in held["HoldReason"]
+
+
+def test_vacate_sends_a_running_job_back_to_idle_and_it_runs_again(pool, submit_dir):
+    script(submit_dir, "job.sh", 'echo run >> "$1"; [ -e "$1.again" ] || { touch "$1.again"; sleep 60; }\n')
+    runs = submit_dir / "runs.txt"
+    result = submit(pool, {"executable": "job.sh", "arguments": str(runs)})
+    job_id = f"{result.cluster()}.0"
+    wait_until(lambda: (submit_dir / "runs.txt.again").exists(), 15, "the first run")
+    assert pool.schedd().act(htcondor2.JobAction.Vacate, job_id)["TotalSuccess"] == 1
+    wait_for_status(pool, job_id, 4)
+    assert len(runs.read_text().split()) == 2
+    assert JobEventType.JOB_EVICTED in event_types(submit_dir / "jobs.log", job_id)
