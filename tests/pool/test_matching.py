@@ -98,3 +98,17 @@ def test_annex_names_are_unique(pool):
     annex(pool, "once")
     with pytest.raises(PoolRequestError, match="an annex named once already exists"):
         annex(pool, "once")
+
+
+def test_removing_an_annex_evicts_its_jobs(pool, submit_dir):
+    annex(pool, "bridges2-x")
+    script(submit_dir, "slow.sh", "sleep 60\n")
+    result = submit(pool, {"executable": "slow.sh", "MY.TargetAnnexName": '"bridges2-x"'})
+    job_id = f"{result.cluster()}.0"
+    wait_for_status(pool, job_id, 2)
+    assert pool.status()["jobs"] == {"running": 1}
+    pool.remove_annex("bridges2-x")
+    assert pool.annexes() == [] and pool.status()["jobs"] == {"idle": 1}
+    assert htcondor2.JobEventType.JOB_EVICTED in [event.type for event in events(submit_dir / "jobs.log")]
+    with pytest.raises(PoolRequestError, match="no annex named 'bridges2-x'"):
+        pool.remove_annex("bridges2-x")
