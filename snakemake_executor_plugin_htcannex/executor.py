@@ -259,8 +259,7 @@ class Executor(RemoteExecutor):
         return message
 
     def _job_spec(self, job: JobExecutorInterface) -> JobSpec:
-        # Log files are outputs of the job too: they must come back.
-        outputs = list(job.output) + list(job.log)
+        outputs = _products(job)
         if self._runtime.submit_options.shared_fs:
             files = dict(inputs=list(job.input), outputs=outputs)
         else:
@@ -299,6 +298,13 @@ def _wildcards_of(job: JobExecutorInterface) -> dict:
     # A group job spans several rules and has no wildcards of its own; it is
     # placed with policy "any" unless a profile names the group.
     return {} if job.is_group() else dict(job.wildcards.items())
+
+
+def _products(job: JobExecutorInterface) -> list:
+    """What must come back: outputs, logs and benchmarks, for a group of every member job (the
+    submit side checks the group's intermediate files too, not only what leaves the group)."""
+    members = job.jobs if job.is_group() else [job]
+    return list(dict.fromkeys(product for member in members for product in member.products()))
 
 
 def _job_resources(resources: dict) -> dict:
