@@ -133,3 +133,19 @@ def test_failures_are_reported_with_reason_and_fix_and_leave_no_jobs(tmp_path, u
     assert "annex htcannex-faraway did not come up" in errors
     # nothing is left behind in the queue, held or idle
     assert embedded_pool.schedd().query("JobStatus != 4 && JobStatus != 3", ["ClusterId"]) == []
+
+
+@pytest.mark.slow
+def test_transient_transfer_hold_is_released_and_the_job_succeeds(tmp_path, user_env, embedded_pool):
+    workdir = tmp_path / "work"
+    shutil.copytree(CHUNKS_WORKFLOW, workdir)
+    embedded_pool.ensure_running()
+    embedded_pool.inject_fail_next_transfer()  # the first job's input transfer fails (code 13)
+    result = run(
+        ["snakemake", "--executor", "htcannex", "--profile", str(REPO / "profiles" / "local"),
+         "--config", 'runs=["0"]', "chunks=1"],
+        workdir, user_env,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "after a transient hold, release 1 of 2" in result.stderr
+    assert (workdir / "results/run0/chunk0.txt").read_text() == "run 0 chunk 0\n"
