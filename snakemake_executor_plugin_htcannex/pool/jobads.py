@@ -16,7 +16,7 @@ import classad2
 import htcondor2
 
 from . import quoting, units
-from .states import HELD, IDLE
+from .states import HELD, HOLD_BY_USER, IDLE
 
 UNIVERSES = {"vanilla": 5, "container": 14}
 # Commands whose value is a ClassAd expression stored under an ad attribute.
@@ -32,7 +32,6 @@ INTEGER_COMMANDS = {
     "success_exit_code": "SuccessExitCode",
 }
 MACHINE_ARCH = platform.machine().upper().replace("AMD64", "X86_64")
-HOLD_CODE_SUBMITTED_ON_HOLD = 1
 
 
 class SubmitError(ValueError):
@@ -40,13 +39,12 @@ class SubmitError(ValueError):
 
 
 def _commands(items: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """Split into (lower-cased submit commands, custom attributes from MY.X / +X)."""
+    """Split into (lower-cased submit command -> key, custom attribute -> key).
+    `htcondor2.Submit` already spells `+Attr` as `MY.Attr`."""
     commands, custom = {}, {}
-    for key, value in items.items():
+    for key in items:
         if key[:3].upper() == "MY.":
             custom[key[3:]] = key
-        elif key.startswith("+"):
-            custom[key[1:]] = key
         else:
             commands[key.lower()] = key
     return commands, custom
@@ -132,7 +130,7 @@ class ClusterBuilder:
         self._set_requirements(ad, get)
         if _boolean("hold", get("hold", "false")):
             ad.update({"JobStatus": HELD, "HoldReason": "submitted on hold at user's request",
-                       "HoldReasonCode": HOLD_CODE_SUBMITTED_ON_HOLD, "HoldReasonSubCode": 0})
+                       "HoldReasonCode": HOLD_BY_USER, "HoldReasonSubCode": 0})
         else:
             ad["JobStatus"] = IDLE
         return ad

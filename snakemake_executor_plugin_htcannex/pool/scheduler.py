@@ -14,8 +14,8 @@ import classad2
 from . import jobads, starter, transfer
 from .eventlog import UserLog, open_log
 from .slots import Annex, Slot, free_disk_kib, ordinary_slots
-from .states import (COMPLETED, HELD, HOLD_EXECUTE_DURATION, HOLD_JOB_POLICY_MEMORY,
-                     HOLD_MEMORY_SUBCODE, HOLD_PERIODIC_HOLD, HOLD_STARTER_ERROR,
+from .states import (COMPLETED, HELD, HOLD_BY_USER, HOLD_EXECUTE_DURATION,
+                     HOLD_JOB_POLICY_MEMORY, HOLD_MEMORY_SUBCODE, HOLD_PERIODIC_HOLD, HOLD_STARTER_ERROR,
                      HOLD_TRANSFER_INPUT_FAILED, IDLE, NAMES, REMOVED, RUNNING)
 from .store import QueueStore
 
@@ -171,7 +171,7 @@ class Scheduler:
         """Apply one action to one job; False if the job's status does not allow it."""
         status = ad["JobStatus"]
         if action == "Hold" and status in (IDLE, RUNNING):
-            self._hold(ad, reason, 1, 0)
+            self._hold(ad, reason, HOLD_BY_USER, 0)
         elif action == "Release" and status == HELD:
             self._release(ad, reason)
         elif action in ("Remove", "RemoveX"):
