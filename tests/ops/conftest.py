@@ -1,11 +1,10 @@
-"""A workflow directory that is also its own Snakemake profile, run against a test pool."""
+"""Fixtures: a workflow directory that is also its own Snakemake profile, and a user whose
+embedded pool is the test's."""
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-import htcondor2
 import pytest
 
 FAULTS = Path(__file__).parent / "workflows" / "faults"
@@ -16,7 +15,6 @@ BIN = Path(sys.executable).parent
 def workdir(tmp_path):
     work = tmp_path / "work"
     shutil.copytree(FAULTS, work)
-    # Top-level files only, until the pool keeps relative paths (docs/architecture.md).
     (work / "input.txt").write_text("precious input\n")
     return work
 
@@ -28,27 +26,3 @@ def user_env(tmp_path, embedded_pool):
     env["PATH"] = f"{BIN}{os.pathsep}{env['PATH']}"
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
     return env
-
-
-def snakemake_argv(workdir: Path, *targets: str, extra=()) -> list[str]:
-    return ["snakemake", "--executor", "htcannex", "--profile", str(workdir), *targets, *extra]
-
-
-def run_snakemake(workdir: Path, env: dict, *targets: str, extra=(), timeout=180):
-    return subprocess.run(snakemake_argv(workdir, *targets, extra=extra), cwd=workdir, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def events(workdir: Path) -> list:
-    """Every event of the run's one event log, as (type, job id, event)."""
-    log = htcondor2.JobEventLog(str(workdir / ".htcannex" / "jobs.log"))
-    return [(event.type, f"{event.cluster}.{event.proc}", event) for event in log.events(stop_after=0)]
-
-
-def annexes_by_job(workdir: Path) -> dict:
-    """job id -> the annexes it executed on, in order."""
-    ran = {}
-    for kind, job, event in events(workdir):
-        if kind == htcondor2.JobEventType.EXECUTE:
-            ran.setdefault(job, []).append(event["ExecuteProps"]["AnnexName"] if "ExecuteProps" in event else None)
-    return ran

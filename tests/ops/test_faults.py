@@ -13,7 +13,7 @@ import time
 import htcondor2
 import pytest
 
-from .conftest import annexes_by_job, events, run_snakemake, snakemake_argv
+from .snakemake_runs import annexes_by_job, events, run_snakemake, snakemake_argv
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ import pytest
 
 from snakemake_executor_plugin_htcannex.secrets import redact, withhold
 
-from .conftest import run_snakemake
+from .snakemake_runs import run_snakemake
 
 TOKEN = "fake-bearer-7f3a9c2e5d1b"
 PASSWORD = "hunter2-correct-horse"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import snakemake_argv
+from .snakemake_runs import snakemake_argv
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 HTCANNEX = Path(sys.executable).parent / "htcannex"

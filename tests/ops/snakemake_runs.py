@@ -1,0 +1,29 @@
+"""Running snakemake on the faults workflow (tests/ops/workflows/faults) and reading its event log."""
+import subprocess
+from pathlib import Path
+
+import htcondor2
+
+
+def snakemake_argv(workdir: Path, *targets: str, extra=()) -> list[str]:
+    return ["snakemake", "--executor", "htcannex", "--profile", str(workdir), *targets, *extra]
+
+
+def run_snakemake(workdir: Path, env: dict, *targets: str, extra=(), timeout=180):
+    return subprocess.run(snakemake_argv(workdir, *targets, extra=extra), cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def events(workdir: Path) -> list:
+    """Every event of the run's one event log, as (type, job id, event)."""
+    log = htcondor2.JobEventLog(str(workdir / ".htcannex" / "jobs.log"))
+    return [(event.type, f"{event.cluster}.{event.proc}", event) for event in log.events(stop_after=0)]
+
+
+def annexes_by_job(workdir: Path) -> dict:
+    """job id -> the annexes it executed on, in order."""
+    ran = {}
+    for kind, job, event in events(workdir):
+        if kind == htcondor2.JobEventType.EXECUTE:
+            ran.setdefault(job, []).append(event["ExecuteProps"]["AnnexName"] if "ExecuteProps" in event else None)
+    return ran
