@@ -23,7 +23,7 @@ from . import schedd as schedd_seam
 from .annex import AnnexLedger, AnnexManager, AnnexState, EmbeddedBackend, HtcondorCliBackend
 from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit, job_signature
 from .rotation import RotationError, render_plan
-from .sites import HtcannexConfigError, SiteRefusal, load_catalogue
+from .sites import Catalogue, HtcannexConfigError, SiteRefusal, load_catalogue
 from .tracking import HOLD_SUBMITTED_ON_HOLD, EventLogTracker, HoldPolicy, JobPhase
 from .units import UnitError, parse_duration_s
 
@@ -328,19 +328,18 @@ def _tail(path: Optional[str], lines: int = STDERR_TAIL_LINES) -> str:
         return ""
 
 
+@dataclasses.dataclass
 class _Runtime:
     """Everything the executor opens once per Snakemake run."""
 
-    def __init__(self, config, connection, tracker, annexes, hold_policy, submit_options, idle_timeout_s,
-                 withheld_secrets=()):
-        self.config = config
-        self.connection = connection
-        self.tracker = tracker
-        self.annexes = annexes
-        self.hold_policy = hold_policy
-        self.submit_options = submit_options
-        self.idle_timeout_s = idle_timeout_s
-        self.withheld_secrets = withheld_secrets
+    config: Catalogue
+    connection: schedd_seam.Connection
+    tracker: EventLogTracker
+    annexes: AnnexManager
+    hold_policy: HoldPolicy
+    submit_options: SubmitOptions
+    idle_timeout_s: float
+    withheld_secrets: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def open(cls, settings, workflow) -> "_Runtime":
