@@ -149,3 +149,21 @@ def test_transient_transfer_hold_is_released_and_the_job_succeeds(tmp_path, user
     assert result.returncode == 0, result.stderr[-4000:]
     assert "after a transient hold, release 1 of 2" in result.stderr
     assert (workdir / "results/run0/chunk0.txt").read_text() == "run 0 chunk 0\n"
+
+
+def test_missing_profile_file_says_how_to_name_it(tmp_path, user_env):
+    shutil.copytree(CHUNKS_WORKFLOW, tmp_path / "work")
+    result = run(["snakemake", "--executor", "htcannex", "--jobs", "1"], tmp_path / "work", user_env)
+    assert result.returncode != 0
+    assert "--htcannex-config" in result.stderr and "htcannex profiles install" in result.stderr
+
+
+def test_bad_htcannex_yaml_names_file_key_and_fix(tmp_path, user_env):
+    workdir = tmp_path / "work"
+    shutil.copytree(CHUNKS_WORKFLOW, workdir)
+    (workdir / "htcannex.yaml").write_text("pool: local\nannex: {mode: sometimes}\nsites: {here: {kind: pool}}\n")
+    result = run(["snakemake", "--executor", "htcannex", "--jobs", "1", "--htcannex-config", "htcannex.yaml"],
+                 workdir, user_env)
+    assert result.returncode != 0
+    assert "htcannex.yaml: annex.mode" in result.stderr and "off, ask, auto" in result.stderr
+    assert not (workdir / ".htcannex" / "jobs.log").exists()  # nothing was submitted
