@@ -116,7 +116,9 @@ class BoardSource:
         unknown = [job for job in self.tracker.jobs if job not in self._ads]
         if not unknown:
             return
-        constraint = "HtcannexRule isnt undefined"
+        # Only the clusters not seen yet: a long-lived access point's history is large.
+        clusters = ", ".join(sorted({job.split(".")[0] for job in unknown}))
+        constraint = f"HtcannexRule isnt undefined && member(ClusterId, {{{clusters}}})"
         for ad in self.schedd.query(constraint, AD_PROJECTION) + self.schedd.history(constraint, AD_PROJECTION):
             job = f"{ad['ClusterId']}.{ad['ProcId']}"
             if job in self.tracker.jobs:
