@@ -29,7 +29,8 @@ DEFAULT_SPOOL = Path(".htcannex/pool")
 # as `snakemake_executor_plugin_htcannex.pool` would first import the plugin and
 # with it snakemake (1.5 s on every start, for nothing: the pool imports nothing
 # from the plugin).
-_DAEMON_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from pool.daemon import main; sys.exit(main())"
+_DAEMON_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+                "from pool.daemon import main; sys.exit(main())")
 
 
 class PoolError(htcondor2.HTCondorException):
@@ -187,7 +188,8 @@ class SubmitResult:
         return self._cluster
 
     def __repr__(self) -> str:
-        return f"SubmitResult(cluster={self._cluster}, first_proc={self._first_proc}, num_procs={self._num_procs})"
+        return (f"SubmitResult(cluster={self._cluster}, first_proc={self._first_proc}, "
+                f"num_procs={self._num_procs})")
 
 
 _DEFAULT_ITEMDATA = object()

@@ -81,7 +81,8 @@ class UserLog:
 
     def held(self, reason: str, code: int, subcode: int):
         # The reason is one line in the log format; a newline would end the event early.
-        self._write(12, "Job was held.", [f"\t{' '.join(reason.split())}", f"\tCode {code} Subcode {subcode}"])
+        self._write(12, "Job was held.",
+                    [f"\t{' '.join(reason.split())}", f"\tCode {code} Subcode {subcode}"])
 
     def released(self, reason: str):
         self._write(13, "Job was released.", [f"\t{reason}"])

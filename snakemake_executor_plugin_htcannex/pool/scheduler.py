@@ -224,10 +224,12 @@ class Scheduler:
         if name in self.annexes and self.annexes[name].state(time.time()) != "expired":
             raise RequestError(f"create_annex: an annex named {name} already exists")
         if not spec.get("owner"):
-            raise RequestError(f"create_annex {name}: owner is required (the annex only runs that owner's jobs)")
+            raise RequestError(f"create_annex {name}: owner is required "
+                               "(the annex only runs that owner's jobs)")
         for field in ("nodes", "cpus", "memory_mb", "lifetime_s"):
             if not isinstance(spec.get(field), (int, float)) or spec[field] <= 0:
-                raise RequestError(f"create_annex {name}: {field} must be a positive number, got {spec.get(field)!r}")
+                raise RequestError(f"create_annex {name}: {field} must be a positive number, "
+                                   f"got {spec.get(field)!r}")
         annex = Annex({**spec, "created": time.time()})
         self.annexes[name] = annex
         self.store.save_annex(annex.spec)

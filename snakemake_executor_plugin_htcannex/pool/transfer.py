@@ -58,7 +58,8 @@ def _failure(job, direction: str, name: str, why: str) -> TransferError:
 
 def _keeps_relative_path(job, name: str) -> bool:
     """`preserve_relative_paths = true` keeps a relative path's directories both ways."""
-    return bool(job.get("PreserveRelativePaths", False)) and "://" not in name and not Path(name).is_absolute()
+    return (bool(job.get("PreserveRelativePaths", False)) and "://" not in name
+            and not Path(name).is_absolute())
 
 
 def _sandbox_name(job, name: str) -> str:
@@ -137,8 +138,9 @@ def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, 
         except ValueError as error:
             raise _failure(job, "output", str(source), str(error)) from None
         if destination.exists() and origin.resolve() in destination.parents:
-            raise _failure(job, "output", str(source), f"the OSDF object {destination.relative_to(origin.resolve())} "
-                                  "already exists, and OSDF objects are immutable: write a new name")
+            existing = destination.relative_to(origin.resolve())
+            raise _failure(job, "output", str(source), f"the OSDF object {existing} already exists, "
+                           "and OSDF objects are immutable: write a new name")
         try:
             _copy(source, destination)
         except OSError as error:

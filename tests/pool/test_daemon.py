@@ -105,8 +105,8 @@ def test_two_clients_at_once_start_one_daemon_and_queue_all_jobs(spool, submit_d
         ids = {(ad["ClusterId"], ad["ProcId"]) for ad in ads}
         assert len(ads) == 100 and len(ids) == 100
         assert {ad["JobStatus"] for ad in ads} == {1}
-        daemons = [process for process in psutil.process_iter(["cmdline"])
-                   if str(spool) in " ".join(process.info["cmdline"] or []) and "pool.daemon" in " ".join(process.info["cmdline"] or [])]
+        command_lines = [" ".join(process.info["cmdline"] or []) for process in psutil.process_iter(["cmdline"])]
+        daemons = [line for line in command_lines if "pool.daemon" in line and str(spool) in line]
         assert len(daemons) == 1
     finally:
         stop_for_sure(pool)
