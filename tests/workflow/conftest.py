@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-WORKFLOW = Path(__file__).resolve().parents[2] / "workflows" / "protein_lm"
+REPO = Path(__file__).resolve().parents[2]
+WORKFLOW = REPO / "workflows" / "protein_lm"
 sys.path.insert(0, str(WORKFLOW / "scripts"))
 
 from protein_lm.config import TrainParams  # noqa: E402

@@ -1,0 +1,92 @@
+"""The whole workflow through the snakemake CLI: local executor, and htcannex on the embedded pool."""
+import csv
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from protein_lm import checkpoint
+from protein_lm.job_environment import CHECKPOINT_EXIT_MARKER
+
+from .conftest import REPO, WORKFLOW, snakemake, tiny_config
+
+pytestmark = pytest.mark.slow
+
+
+def summary(workdir: Path) -> list[dict]:
+    with open(workdir / "results" / "compare" / "summary.tsv") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+def final_states(workdir: Path, variant: str) -> list[dict]:
+    return [checkpoint.load(p) for p in sorted((workdir / "results" / "checkpoints" / variant).glob("*/chunk-2.pt"))]
+
+
+def test_local_executor_end_to_end_with_report(tmp_path):
+    config = tiny_config(tmp_path)
+    result = snakemake(tmp_path, "--cores", "2", "--configfile", str(config), timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    rows = summary(tmp_path)
+    assert [row["param:seed"] for row in rows] == ["1", "2"]
+    # Same machine, same code: the distributed twin is bitwise the baseline.
+    assert all(row["val_loss:verdict"] == "identical (bitwise)" for row in rows)
+    assert all(float(row["spearman:delta"]) == 0 for row in rows)
+    for name in ("loss_curves.png", "site_timeline.png", "epoch_time_per_site.png"):
+        assert (tmp_path / "results" / "compare" / name).read_bytes().startswith(b"\x89PNG")
+    metadata = (tmp_path / "results" / "data" / "SYNTHETIC_metadata.json").read_text()
+    assert '"SYNTHETIC": true' in metadata
+
+    report = snakemake(tmp_path, "--configfile", str(config), "--report", "report.html")
+    assert report.returncode == 0, report.stdout[-3000:]
+    assert (tmp_path / "report.html").stat().st_size > 10_000
+
+
+def test_exit_85_path_through_snakemake_resumes_bitwise(tmp_path):
+    """What HTCondor does with checkpoint_exit_code, played by hand: the job's Snakemake fails
+    (status 1) leaving the self-checkpoint and the exit-code marker; the job runs again."""
+    target = "results/checkpoints/distributed/{run}/chunk-1.pt"
+    unbroken_dir, evicted_dir = tmp_path / "unbroken", tmp_path / "evicted"
+    for workdir in (unbroken_dir, evicted_dir):
+        workdir.mkdir()
+        tiny_config(workdir, sweep={"seed": {"value": 1}})
+    run = "6b3871c6-fe47-59c5-b44f-ca35864d796c"  # the tiny config's run for seed 1
+    args = ("--cores", "1", "--configfile", "tiny.yaml", target.format(run=run))
+    assert snakemake(unbroken_dir, *args).returncode == 0
+
+    env = dict(os.environ, PROTEIN_LM_SELF_CHECKPOINT="stop")
+    stopped = snakemake(evicted_dir, *args, env=env)
+    assert stopped.returncode == 1
+    assert (evicted_dir / CHECKPOINT_EXIT_MARKER).read_text().strip() == "85"
+    assert (evicted_dir / f"selfckpt-distributed-{run}-1.pt").exists()
+    (evicted_dir / CHECKPOINT_EXIT_MARKER).unlink()  # as the htcannex job wrapper does
+    resumed = snakemake(evicted_dir, *args, env=env)
+    assert resumed.returncode == 0, resumed.stdout[-3000:]
+
+    a = checkpoint.load(unbroken_dir / target.format(run=run))
+    b = checkpoint.load(evicted_dir / target.format(run=run))
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    assert len(b["segments"]) == 2 and len(a["segments"]) == 1
+
+
+def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
+    """A copy of the workflow directory run with --profile profiles/local (jobs get the files Snakemake ships).
+    train_chunk hops between annexes, train_baseline stays on one, chunks self-checkpoint
+    (exit 85) and resume, and the twins still end bitwise equal."""
+    workdir = tmp_path / "protein_lm"
+    shutil.copytree(WORKFLOW, workdir, ignore=shutil.ignore_patterns("__pycache__", "results", "logs", ".snakemake"))
+    tiny_config(workdir)
+    env = dict(os.environ, HTCANNEX_POOL_DIR=str(embedded_pool.spool_dir))
+    result = snakemake(workdir, "--executor", "htcannex", "--profile", str(REPO / "profiles" / "local"),
+                       "--configfile", "tiny.yaml", env=env, timeout=900)
+    assert result.returncode == 0, result.stdout[-4000:]
+
+    rows = summary(workdir)
+    assert len(rows) == 2 and all(row["val_loss:verdict"] == "identical (bitwise)" for row in rows)
+    for state in final_states(workdir, "distributed"):
+        sites = [epoch["site"] for epoch in state["history"]]
+        assert len(set(sites)) == 2, sites  # chunk 1 and chunk 2 ran on different annexes
+        assert len(state["segments"]) > 2  # at least one self-checkpoint restart
+    for state in final_states(workdir, "baseline"):
+        assert {epoch["site"] for epoch in state["history"]} == {"htcannex-expanse"}
