@@ -29,6 +29,7 @@ DEFAULT_SPOOL = Path(".htcannex/pool")
 # as `snakemake_executor_plugin_htcannex.pool` would first import the plugin and
 # with it snakemake (1.5 s on every start, for nothing: the pool imports nothing
 # from the plugin).
+RESPAWN_AFTER_S = 3.0
 _DAEMON_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
                 "from pool.daemon import main; sys.exit(main())")
 
@@ -75,13 +76,15 @@ class Pool:
         return protocol.decode(line)
 
     def request(self, op: str, *, start: bool = True, **args):
-        """One request; starts the daemon first if it is not up and `start` is set."""
+        """One request; starts the daemon first if it is not up (or just exiting) and `start` is set."""
         try:
             answer = self._send(op, args)
         except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError):
+            answer = None
+        if answer is None or answer.get("kind") == "stopping":
             if not start:
                 raise PoolError(f"the pool at {self.spool_dir} is not running "
-                                "(start it with `htcannex pool start` or Pool.ensure_running())") from None
+                                "(start it with `htcannex pool start` or Pool.ensure_running())")
             self.ensure_running()
             answer = self._send(op, args)
         if answer["ok"]:
@@ -103,20 +106,29 @@ class Pool:
             fcntl.flock(start_lock, fcntl.LOCK_EX)
             if self._answers_ping():
                 return
-            with open(self.spool_dir / "daemon.log", "ab") as daemon_log:
-                # The daemon double-forks; this child exits at once after detaching.
-                subprocess.run(
-                    [sys.executable, "-c", _DAEMON_BOOT, str(Path(__file__).parent.parent),
-                     "--spool", str(self.spool_dir), "--origin", str(self.origin_dir),
-                     "--idle-exit", str(self.idle_exit_s), "--cycle", str(self.cycle_s),
-                     "--slots", json.dumps(self.slots), "--detach"],
-                    stdin=subprocess.DEVNULL, stdout=daemon_log, stderr=daemon_log, check=True)
             deadline = time.time() + self.start_timeout_s
-            while not self._answers_ping():
+            while True:
+                # A daemon that is just exiting still holds daemon.lock, and the one started
+                # here then gives way at once; so start again until one answers.
+                self._spawn_daemon()
+                started = time.time()
+                while time.time() - started < RESPAWN_AFTER_S:
+                    if self._answers_ping():
+                        return
+                    time.sleep(0.05)
                 if time.time() > deadline:
                     raise PoolError(f"the pool daemon did not start within {self.start_timeout_s} s; "
                                     f"see {self.spool_dir / 'daemon.log'}")
-                time.sleep(0.05)
+
+    def _spawn_daemon(self):
+        with open(self.spool_dir / "daemon.log", "ab") as daemon_log:
+            # The daemon double-forks; this child exits at once after detaching.
+            subprocess.run(
+                [sys.executable, "-c", _DAEMON_BOOT, str(Path(__file__).parent.parent),
+                 "--spool", str(self.spool_dir), "--origin", str(self.origin_dir),
+                 "--idle-exit", str(self.idle_exit_s), "--cycle", str(self.cycle_s),
+                 "--slots", json.dumps(self.slots), "--detach"],
+                stdin=subprocess.DEVNULL, stdout=daemon_log, stderr=daemon_log, check=True)
 
     def status(self) -> dict:
         try:

@@ -51,6 +51,7 @@ class PoolDaemon:
         self.scheduler = Scheduler(spool, origin, slots)
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.closed = False  # the scheduler is shut down; requests get a "stopping" answer
         self.last_request = time.time()
         self.operations = {
             "ping": lambda: {"pid": os.getpid()},
@@ -86,6 +87,8 @@ class PoolDaemon:
             except TypeError as error:
                 raise RequestError(f"bad arguments for {request['op']}: {error}") from None
             with self.lock:
+                if self.closed:
+                    return {"ok": False, "kind": "stopping", "error": "the pool daemon is shutting down"}
                 if request["op"] not in OBSERVING_OPERATIONS:
                     self.last_request = time.time()
                 result = operation(**arguments)
@@ -121,6 +124,7 @@ class PoolDaemon:
         server.shutdown()
         with self.lock:
             self.scheduler.shutdown()
+            self.closed = True
         socket_path.unlink(missing_ok=True)
         (self.spool / "daemon.pid").unlink(missing_ok=True)
         log.info("stopped")

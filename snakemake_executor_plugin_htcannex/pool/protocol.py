@@ -2,7 +2,7 @@
 
 A request is `{"op": NAME, "args": {...}}`; the answer is `{"ok": true,
 "result": ...}` or `{"ok": false, "error": MESSAGE, "kind": "request" |
-"internal"}`. ClassAds travel in their text form.
+"internal" | "stopping"}` ("stopping": the daemon is exiting; start a new one and retry). ClassAds travel in their text form.
 """
 import json
 

@@ -146,11 +146,14 @@ def test_edit_retargets_an_idle_job(pool, submit_dir):
     wait_for_status(pool, f"{result.cluster()}.0", 4)
 
 
-def test_daemon_exits_when_idle(spool):
+def test_daemon_exits_when_idle_and_the_next_call_starts_it_again(spool, submit_dir):
     pool = make_pool(spool, idle_exit_s=0.5)
     pool.ensure_running()
     try:
         wait_until(lambda: not pool.status()["running"], 10, "the idle daemon to exit")
+        script(submit_dir, "job.sh", "exit 0\n")
+        result = submit(pool, {"executable": "job.sh"})
+        wait_for_status(pool, f"{result.cluster()}.0", 4)
     finally:
         stop_for_sure(pool)
 
