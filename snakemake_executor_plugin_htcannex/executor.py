@@ -186,17 +186,21 @@ class Executor(RemoteExecutor):
             self._remove(record.job_id, "held: " + (record.hold_reason or ""))
             self.report_job_error(job_info, msg=decision.message + " ")
             return False
-        # Idle: released, or evicted when its annex expired. An annex job idle
-        # too long with its annex gone waits for nothing.
+        # Idle: released, or evicted when its annex expired. An annex job idle too
+        # long is looked at (once per idle timeout): with its annex gone, or no slot
+        # there that can run it, it waits for nothing and is moved.
         site = aux["site"]
-        if site is not None and site.kind == "annex" and not runtime.annexes.is_up(site.annex_name):
-            if aux.get("idle_since") is None:
-                aux["idle_since"] = time.time()
-            if time.time() - aux["idle_since"] > runtime.idle_timeout_s:
-                return self._move_or_fail(job_info, f"its annex {site.annex_name} is gone (expired?).")
-        else:
-            aux["idle_since"] = None
-        return True
+        if site is None or site.kind != "annex":
+            return True
+        now = time.time()
+        if aux.get("idle_since") is None:
+            aux["idle_since"] = now
+        if now - aux["idle_since"] <= runtime.idle_timeout_s:
+            return True
+        aux["idle_since"] = now
+        ads = runtime.connection.schedd.query(_job_constraint(job_info.external_jobid), projection=[])
+        stuck = ads and recovery.stuck_on_annex(runtime.connection.collector, ads[0], site.annex_name)
+        return self._move_or_fail(job_info, stuck, ads[0]) if stuck else True
 
     def _wait_for_annex(self, job_info: SubmittedJobInfo) -> bool:
         runtime = self._runtime
@@ -213,15 +217,16 @@ class Executor(RemoteExecutor):
             return self._move_or_fail(job_info, f"annex {site.annex_name} did not come up. {status.message}")
         return True
 
-    def _move_or_fail(self, job_info: SubmittedJobInfo, why: str) -> bool:
+    def _move_or_fail(self, job_info: SubmittedJobInfo, why: str, job_ad=None) -> bool:
         """Send a job whose annex is not there to the next site of its rotation that can run it
         (the same job: it keeps its self-checkpoint); fail it when no site is left."""
         runtime, aux, job = self._runtime, job_info.aux, job_info.job
-        cluster, proc = job_info.external_jobid.split(".")
-        ads = runtime.connection.schedd.query(f"ClusterId == {cluster} && ProcId == {proc}", projection=[])
+        if job_ad is None:
+            ads = runtime.connection.schedd.query(_job_constraint(job_info.external_jobid), projection=[])
+            job_ad = ads[0] if ads else None
         tried = aux.setdefault("tried", {aux["site"].name})
-        site = ads and recovery.next_site(runtime.config.rotation, runtime.config.sites, job.name,
-                                          _wildcards_of(job), job.attempt, tried, ads[0])
+        site = job_ad is not None and recovery.next_site(runtime.config.rotation, runtime.config.sites, job.name,
+                                                         _wildcards_of(job), job.attempt, tried, job_ad)
         if not site:
             return self._fail_waiting(job_info, why)
         status = runtime.annexes.ensure(site)
@@ -317,6 +322,11 @@ def _job_resources(resources: dict) -> dict:
         resources = {name: value for name, value in resources.items() if name not in ("mem", "mem_mib")}
         resources["mem_mb"] += SPAWNED_SNAKEMAKE_MB
     return resources
+
+
+def _job_constraint(job_id: str) -> str:
+    cluster, proc = job_id.split(".")
+    return f"ClusterId == {cluster} && ProcId == {proc}"
 
 
 def _tail(path: Optional[str], lines: int = STDERR_TAIL_LINES) -> str:

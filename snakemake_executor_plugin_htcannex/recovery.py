@@ -5,8 +5,9 @@
   the job submitted earlier for the same outputs, by the `MY.HtcannexSignature`
   that description.py puts in every job ad, so the executor tracks that job
   instead of submitting a duplicate.
-- An annex that never comes up, or that expired under a running chunk: the job
-  waits idle (or held) for an annex that is not there. `next_site` picks the
+- An annex that never comes up, that expired under a running chunk, or that
+  came up with slots too small for the job (`stuck_on_annex`): the job waits
+  idle (or held) for nothing. `next_site` picks the
   next site of the job's rotation whose catalogue slot can run it, and
   `retarget` edits the job's TargetAnnexName through the schedd seam, so the
   same job, with its self-checkpoint (transfer_checkpoint_files), runs there.
@@ -20,7 +21,7 @@ from typing import Optional
 
 import classad2
 
-from .diagnose import HELD, IDLE, RUNNING, analyse_slot, catalogue_slot_ad
+from .diagnose import HELD, IDLE, RUNNING, analyse_slot, catalogue_slot_ad, live_slots
 from .rotation import Rotation
 from .sites import Site
 
@@ -89,6 +90,18 @@ def next_site(rotation: Rotation, sites: dict, rule: str, wildcards: dict, attem
         slot = catalogue_slot_ad(site, job_ad.get("Owner", ""))
         if analyse_slot(moved, slot, source="catalogue", site=name).matches:
             return site
+    return None
+
+
+def stuck_on_annex(collector, job_ad: classad2.ClassAd, annex: str) -> Optional[str]:
+    """Why an idle job cannot run on its annex, in words; None when it is only waiting for a
+    free slot there."""
+    slots = live_slots(collector, annex)
+    if not slots:
+        return f"its annex {annex} is gone (expired?)."
+    if not any(analyse_slot(job_ad, slot, source="collector").matches for slot in slots):
+        return (f"no slot of its annex {annex} can run it (`htcannex why {job_id(job_ad)}` names the "
+                "requirement that fails).")
     return None
 
 

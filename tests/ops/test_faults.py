@@ -78,6 +78,18 @@ def test_annex_that_never_comes_up_sends_the_waiting_job_to_the_next_site(workdi
     assert "Moved it to site b" in result.stderr
 
 
+def test_annex_that_came_up_too_small_for_the_job_sends_it_to_the_next_site(workdir, user_env, embedded_pool):
+    # The catalogue says site a has 2 GB slots; its annex came up with 512 MB ones.
+    embedded_pool.create_annex("htcannex-a", owner=getpass.getuser(), cpus=1, memory_mb=512, lifetime_s=1800)
+    result = run_snakemake(workdir, user_env, "run0-chunk0.txt")
+    assert result.returncode == 0, result.stderr[-4000:]
+    [job] = submissions(embedded_pool, "chunk")
+    job_id = f"{job['ClusterId']}.{job['ProcId']}"
+    assert annexes_by_job(workdir)[job_id] == ["htcannex-b"]
+    assert f"no slot of its annex htcannex-a can run it (`htcannex why {job_id}`" in result.stderr
+    assert "Moved it to site b" in result.stderr
+
+
 def test_memory_overuse_hold_is_reported_and_retried_with_more_memory(workdir, user_env, embedded_pool):
     result = run_snakemake(workdir, user_env, "hog.txt")
     assert result.returncode == 0, result.stderr[-4000:]
