@@ -240,3 +240,15 @@ def test_unwritable_log_rejects_the_submit(pool, submit_dir):
     with pytest.raises(PoolRequestError, match="log = .*a_file/jobs.log cannot be written"):
         submit(pool, {"executable": "job.sh", "log": "a_file/jobs.log"})
     assert pool.schedd().query() == []
+
+
+def test_size_units_as_condor_submit(pool, submit_dir):
+    script(submit_dir, "job.sh", "exit 0\n")
+    # (request_memory, request_disk) -> (RequestMemory MiB, RequestDisk KiB)
+    cases = {("2048", "1024"): (2048, 1024), ("1.5GB", "1.5G"): (1536, 1572864),
+             ("512k", "2MB"): (1, 2048), ("1t", "1tb"): (1048576, 1073741824), ("100 MB", "3 kb"): (100, 3)}
+    for (memory, disk), expected in cases.items():
+        result = submit(pool, {"executable": "job.sh", "hold": "true", "request_memory": memory,
+                               "request_disk": disk})
+        ad = pool.schedd().query(f"ClusterId == {result.cluster()}", ["RequestMemory", "RequestDisk"])[0]
+        assert (ad["RequestMemory"], ad["RequestDisk"]) == expected, (memory, disk)
