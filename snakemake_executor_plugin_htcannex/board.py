@@ -26,6 +26,7 @@ from typing import Optional
 import htcondor2
 
 from .rotation import _natural as natural_run_order
+from .secrets import redact
 from .tracking import EventLogTracker, JobPhase, JobRecord
 
 AD_PROJECTION = ["ClusterId", "ProcId", "HtcannexRule", "HtcannexWildcards", "HtcannexSite", "HtcannexAttempt",
@@ -155,7 +156,7 @@ class BoardSource:
         annex = record.annex or ad.get("TargetAnnexName")
         return ChunkRow(rule=rule, run=run, chunk=chunk, job=record.job_id, jobs=jobs, site=ad.get("HtcannexSite"),
                         annex=annex, state=STATE_WORDS[record.phase], epochs=epochs, seconds=seconds,
-                        hold_reason=record.hold_reason)
+                        hold_reason=redact(record.hold_reason) if record.hold_reason else None)
 
     def _profile(self, rows: list) -> list:
         by_site: dict = {}

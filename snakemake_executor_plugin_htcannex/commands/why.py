@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..diagnose import diagnose
 from ..schedd import EMBEDDED, connect
+from ..secrets import redact
 from ..sites import HtcannexConfigError, load_catalogue
 from .annex import catalogue_path
 
@@ -59,7 +60,7 @@ def why(args) -> int:
         print(f"htcannex why: job {args.job} is neither in the queue nor in the history of that pool",
               file=sys.stderr)
         return 1
-    print("\n".join(diagnose(ads[0], catalogue, connection.collector)))
+    print(redact("\n".join(diagnose(ads[0], catalogue, connection.collector))))
     return 0
 
 
