@@ -47,6 +47,17 @@ def default_slots() -> list[dict]:
     return [{"cpus": os.cpu_count() or 1, "memory_mb": psutil.virtual_memory().total // 2**20}]
 
 
+def _checked_slots(slots) -> list[dict]:
+    """Ordinary slot shapes, refused here with the fix rather than by a daemon that fails to start."""
+    for index, slot in enumerate(slots):
+        for key in ("cpus", "memory_mb"):
+            value = slot.get(key) if isinstance(slot, dict) else None
+            if not isinstance(value, int) or value <= 0:
+                raise PoolRequestError(f"Pool(slots=...): slot {index} needs {key} as a positive integer, "
+                                       f"got {value!r} (e.g. {{'cpus': 2, 'memory_mb': 4096}})")
+    return list(slots)
+
+
 class Pool:
     def __init__(self, spool_dir: str | os.PathLike | None = None, *, idle_exit_s: float = 1800.0,
                  cycle_s: float = 0.1, slots: list[dict] | None = None,
@@ -55,7 +66,7 @@ class Pool:
         self.spool_dir = Path(spool).resolve()
         self.origin_dir = Path(origin_dir).resolve() if origin_dir else self.spool_dir / "osdf-origin"
         self.idle_exit_s, self.cycle_s = idle_exit_s, cycle_s
-        self.slots = slots if slots is not None else default_slots()
+        self.slots = _checked_slots(slots) if slots is not None else default_slots()
         self.start_timeout_s = start_timeout_s
         self.socket_path = self.spool_dir / protocol.SOCKET_NAME
         if len(str(self.socket_path)) > protocol.MAX_SOCKET_PATH:

@@ -171,3 +171,12 @@ def test_cli_start_status_stop(spool):
         assert stopped.returncode == 3 and json.loads(stopped.stdout)["running"] is False
     finally:
         stop_for_sure(make_pool(spool))
+
+
+@pytest.mark.parametrize("slots, message", [
+    ([{"cpus": 2}], "slot 0 needs memory_mb"),
+    ([{"cpus": 1, "memory_mb": 100}, {"cpus": "2", "memory_mb": 100}], "slot 1 needs cpus"),
+])
+def test_bad_ordinary_slots_are_refused_before_starting(spool, slots, message):
+    with pytest.raises(PoolRequestError, match=message):
+        make_pool(spool, slots=slots)
