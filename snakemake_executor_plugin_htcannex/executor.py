@@ -179,12 +179,14 @@ class Executor(RemoteExecutor):
             decision = runtime.hold_policy.decide(record, rule)
             if decision is None:
                 return True
+            # A hold reason may quote a URL with its token (osdf://...?authz=...).
+            message = secrets.redact(decision.message)
             if decision.release:
-                self.logger.warning(decision.message)
-                runtime.connection.schedd.act(htcondor2.JobAction.Release, record.job_id, reason=decision.message)
+                self.logger.warning(message)
+                runtime.connection.schedd.act(htcondor2.JobAction.Release, record.job_id, reason=message)
                 return True
-            self._remove(record.job_id, "held: " + (record.hold_reason or ""))
-            self.report_job_error(job_info, msg=decision.message + " ")
+            self._remove(record.job_id, "held: " + secrets.redact(record.hold_reason or ""))
+            self.report_job_error(job_info, msg=message + " ")
             return False
         # Idle: released, or evicted when its annex expired. An annex job idle too
         # long is looked at (once per idle timeout): with its annex gone, or no slot

@@ -10,7 +10,8 @@ withheld from jobs; a job gets a token the HTCondor way, as a file
 
 `redact(text)` masks what slipped through in a message: the values of such
 variables in this process's environment, `NAME=value` pairs with a secret
-name, and bearer tokens (JWTs) wherever they appear.
+name (`authz=` too: a URL's token query), and bearer tokens (JWTs) wherever
+they appear.
 """
 import os
 import re
@@ -18,9 +19,9 @@ from collections.abc import Mapping
 
 MASK = "[REDACTED]"
 # Names that hold a secret; *_FILE variables hold a path to one, which is fine to pass.
-SECRET_NAME = re.compile(r"(?i)(?:TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_KEY|CREDENTIAL|PRIVATE_KEY)")
+SECRET_NAME = re.compile(r"(?i)(?:TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_KEY|CREDENTIAL|PRIVATE_KEY|AUTHZ)")
 SECRET_PAIR = re.compile(
-    r"(?i)\b(?P<name>[A-Z0-9_]*(?:TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_KEY|CREDENTIAL)[A-Z0-9_]*)"
+    r"(?i)\b(?P<name>[A-Z0-9_]*(?:TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_KEY|CREDENTIAL|AUTHZ)[A-Z0-9_]*)"
     r"(?P<sep>['\"]?\s*[=:]\s*)(?P<quote>['\"]?)(?P<value>[^\s'\",;]+)"
 )
 JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")

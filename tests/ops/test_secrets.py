@@ -26,9 +26,10 @@ def test_secret_named_variables_are_withheld_but_token_files_pass():
 def test_redaction_masks_values_pairs_and_jwts():
     environment = {"BEARER_TOKEN": TOKEN}
     text = (f"using {TOKEN}; db_password={PASSWORD} \"api_key\": \"k-123456\" "
-            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln token_file=/run/token")
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln token_file=/run/token "
+            "osdf:///ns/ckpt-3.pt?authz=abcdef123456 failed")
     assert redact(text, environment) == ("using [REDACTED]; db_password=[REDACTED] \"api_key\": \"[REDACTED]\" "
-                                         "[REDACTED] token_file=/run/token")
+                                         "[REDACTED] token_file=/run/token osdf:///ns/ckpt-3.pt?authz=[REDACTED] failed")
 
 
 @pytest.mark.slow
