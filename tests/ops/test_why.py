@@ -7,9 +7,10 @@ from pathlib import Path
 
 import classad2
 import htcondor2
+import pytest
 
 from snakemake_executor_plugin_htcannex.diagnose import (
-    analyse_slot, catalogue_slot_ad, evaluate_clauses, render_analysis, split_conjunction,
+    analyse_slot, catalogue_slot_ad, evaluate_clauses, explain_hold, render_analysis, split_conjunction,
 )
 from snakemake_executor_plugin_htcannex.sites import load_catalogue
 
@@ -118,3 +119,16 @@ def test_gpu_memory_and_capability_clause_fails_on_smaller_gpus_with_the_fix():
     assert "GlobalMemoryMb = 32768" in text
     assert "too small or too old for gpu_memory / gpu_capability" in text
     assert "TARGET.GPUs >= RequestGPUs" not in text.split("FAILS")[0]  # one GPU is there: not a failure
+
+
+@pytest.mark.parametrize("code, subcode, words", [
+    (13, 2, "Moving its input files failed"),
+    (12, 0, "an output object that already exists cannot be written again"),
+    (47, 0, "split the chunk: fewer epochs_per_job and more chunks"),
+    (15, 0, "It waits for its annex htcannex-a to come up"),
+    (1, 0, "It waits for its annex htcannex-a to come up"),
+])
+def test_each_hold_code_says_what_to_change(code, subcode, words):
+    lines = explain_hold(code, subcode, "the reason HTCondor gave", "train_chunk", target_annex="htcannex-a")
+    assert lines[0] == f"held: the reason HTCondor gave (HoldReasonCode {code}, HoldReasonSubCode {subcode})"
+    assert words in " ".join(lines[1:])
