@@ -6,7 +6,6 @@ drives a real access point and this pool with the same code. Every call is one
 request to the daemon; if the daemon is not up (never started, or exited when
 idle), the call starts it first.
 """
-import contextlib
 import fcntl
 import getpass
 import json
@@ -45,6 +44,13 @@ class PoolRequestError(PoolError, ValueError):
 def default_slots() -> list[dict]:
     """One ordinary slot with the machine's cores and memory."""
     return [{"cpus": os.cpu_count() or 1, "memory_mb": psutil.virtual_memory().total // 2**20}]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _checked_slots(slots) -> list[dict]:
@@ -149,14 +155,16 @@ class Pool:
 
     def stop(self, timeout_s: float = 30.0):
         """Stop the daemon (running jobs are evicted; the queue stays for the next start)."""
-        with contextlib.suppress(PoolError):
+        try:
             pid = self.request("ping", start=False)["pid"]
             self.request("shutdown", start=False)
-            deadline = time.time() + timeout_s
-            while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                if time.time() > deadline:
-                    raise PoolError(f"the pool daemon (pid {pid}) did not stop within {timeout_s} s")
-                time.sleep(0.05)
+        except PoolError:
+            return  # not running (or already on its way out)
+        deadline = time.time() + timeout_s
+        while _alive(pid):
+            if time.time() > deadline:
+                raise PoolError(f"the pool daemon (pid {pid}) did not stop within {timeout_s} s")
+            time.sleep(0.05)
 
     def schedd(self) -> "PoolSchedd":
         return PoolSchedd(self)
