@@ -95,7 +95,7 @@ class JobSpec:
     """One Snakemake job, in plain values (the executor builds it)."""
 
     rule: str
-    jobid: int
+    jobid: int | str  # a group job's id is a UUID string
     argv: Sequence[str]  # argv[0]: the program, as found on the execute node
     wildcards: Mapping[str, str] = field(default_factory=dict)
     resources: Mapping[str, object] = field(default_factory=dict)
@@ -412,7 +412,7 @@ def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: _
     wildcards = json.dumps({str(name): str(value) for name, value in spec.wildcards.items()})
     commands = {
         "MY.HtcannexRule": classad2.quote(spec.rule),
-        "MY.HtcannexJobId": str(int(spec.jobid)),
+        "MY.HtcannexJobId": _job_id_value(spec.jobid),
         "MY.HtcannexAttempt": str(int(spec.attempt)),
         "MY.HtcannexWildcards": classad2.quote(check.text("wildcards", wildcards)),
         "MY.HtcannexSignature": classad2.quote(job_signature(spec.rule, spec.outputs, options.workdir)),
@@ -422,6 +422,13 @@ def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: _
         if site.kind == "annex":
             commands["MY.TargetAnnexName"] = classad2.quote(site.annex_name)
     return commands
+
+
+def _job_id_value(jobid: int | str) -> str:
+    """A job's id as a ClassAd value: an integer, or a string for a group job (a UUID)."""
+    if isinstance(jobid, int):
+        return str(jobid)
+    return classad2.quote(str(jobid))
 
 
 def check_extra_command(key: object, value: object) -> None:
