@@ -1,0 +1,1 @@
+"""htcannex benchmarks: `python -m bench` (all) or `python -m bench --only NAME`."""

@@ -1,0 +1,82 @@
+"""Scale: planning a runs x chunks sweep (30 x 30 and 1,000 x 30 by default).
+
+The Snakefile is a chain shaped like protein_lm's training: rule `train_chunk` with
+wildcards `run` and `chunk` (the names the profile rotates), chunk k reading checkpoint
+k-1. Side by side, wall time and peak RSS of:
+- local:    `snakemake -n --cores 4`;
+- htcannex: `snakemake -n --executor htcannex --profile profiles/local`, as a user runs it
+            (Snakemake's dry run does not call the executor; profile, settings and plugin load do);
+- plan:     `htcannex annex plan --profile profiles/local`: the run x chunk -> site table, the
+            rotation's extra work, which every real htcannex run also does before submitting.
+"""
+import statistics
+import tempfile
+from pathlib import Path
+
+from .common import REPO, SNAKEMAKE, bench_env, header, load, run_timed, spread
+
+SNAKEFILE = """\
+# {runs} runs x {chunks} chunks; chunk k resumes from checkpoint k-1 (as protein_lm's train_chunk).
+RUNS = [f"r{{i:04d}}" for i in range({runs})]
+CHUNKS = {chunks}
+
+
+def previous_checkpoint(wildcards):
+    chunk = int(wildcards.chunk)
+    return [f"results/{{wildcards.run}}/chunk{{chunk - 1}}.pt"] if chunk > 1 else []
+
+
+rule all:
+    input: expand("results/{{run}}/chunk{{chunk}}.pt", run=RUNS, chunk=CHUNKS)
+
+
+rule train_chunk:
+    input: previous_checkpoint
+    output: "results/{{run}}/chunk{{chunk}}.pt"
+    wildcard_constraints: chunk=r"\\d+"
+    threads: 1
+    resources: mem_mb=1000, runtime=30
+    shell: "touch {{output}}"
+"""
+GOAL_S, GOAL_MIB = 60.0, 1024.0
+
+
+def add_arguments(parser) -> None:
+    group = parser.add_argument_group("scale")
+    group.add_argument("--scale-sweeps", nargs="+", default=["30x30", "1000x30"], metavar="RUNSxCHUNKS",
+                       help="sweeps to plan (default 30x30 1000x30)")
+
+
+def run(args) -> None:
+    header(f"scale: planning sweeps {' '.join(args.scale_sweeps)}, {args.repeat} repeats")
+    htcannex = str(Path(SNAKEMAKE).parent / "htcannex")
+    profile = str(REPO / "profiles" / "local")
+    variants = {
+        "local -n": [SNAKEMAKE, "-n", "--cores", "4", "--quiet", "rules"],
+        "htcannex -n": [SNAKEMAKE, "-n", "--executor", "htcannex", "--profile", profile, "--quiet", "rules"],
+        "annex plan": [htcannex, "annex", "plan", "--profile", profile],
+    }
+    for sweep in args.scale_sweeps:
+        runs, chunks = (int(part) for part in sweep.lower().split("x"))
+        results = {name: [] for name in variants}
+        with tempfile.TemporaryDirectory(prefix="htcannex-bench-") as scratch:
+            workdir = Path(scratch)
+            (workdir / "Snakefile").write_text(SNAKEFILE.format(runs=runs, chunks=chunks))
+            for repeat in range(args.repeat):
+                # A different variant goes first each repeat: the first pays for cold caches.
+                names = list(variants)
+                for name in names[repeat % len(names):] + names[:repeat % len(names)]:
+                    results[name].append(run_timed(variants[name], workdir, bench_env()))
+                print(f"   {sweep} repeat {repeat + 1}: " + ", ".join(
+                    f"{name} {timings[-1].wall_s:.1f} s" for name, timings in results.items()) + f"  ({load()})",
+                    flush=True)
+        jobs = runs * chunks
+        local_wall = statistics.median(t.wall_s for t in results["local -n"])
+        print(f"   {sweep} = {jobs} jobs; median [min-max] of {args.repeat}:")
+        for name, timings in results.items():
+            wall = [t.wall_s for t in timings]
+            rss = [t.peak_rss_mib for t in timings]
+            met = statistics.median(wall) < GOAL_S and statistics.median(rss) < GOAL_MIB
+            print(f"     {name:12} wall {spread(wall):>20} s  peak RSS {spread(rss):>18} MiB  "
+                  f"{statistics.median(wall) / local_wall:5.2f}x local  goal (<{GOAL_S:.0f} s, <1 GiB) "
+                  f"{'met' if met else 'NOT met'}")
