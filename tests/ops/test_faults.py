@@ -114,8 +114,8 @@ def test_failed_input_transfer_is_released_and_the_job_finishes(workdir, user_en
 
 
 def test_restarted_snakemake_adopts_the_running_job_instead_of_resubmitting(workdir, user_env, embedded_pool):
-    target = "run0-chunk0.txt"
-    first = subprocess.Popen(snakemake_argv(workdir, target, extra=["--config", "sleep=6"]), cwd=workdir,
+    target = "run0-chunk0.txt"  # its job must still be running when Snakemake is back
+    first = subprocess.Popen(snakemake_argv(workdir, target, extra=["--config", "sleep=15"]), cwd=workdir,
                              env=user_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
     try:
@@ -125,7 +125,7 @@ def test_restarted_snakemake_adopts_the_running_job_instead_of_resubmitting(work
         first.wait()
     unlocked = run_snakemake(workdir, user_env, target, extra=["--unlock"])
     assert unlocked.returncode == 0, unlocked.stderr[-2000:]
-    result = run_snakemake(workdir, user_env, target, extra=["--config", "sleep=6"])
+    result = run_snakemake(workdir, user_env, target, extra=["--config", "sleep=15"])
     assert result.returncode == 0, result.stderr[-4000:]
     assert (workdir / target).read_text() == "run 0 chunk 0\n"
     [job] = submissions(embedded_pool, "chunk")
