@@ -7,6 +7,7 @@ through the schedd seam. check_active_jobs: read the one event log
 """
 import dataclasses
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -282,7 +283,8 @@ class Executor(RemoteExecutor):
             jobid=job.jobid,
             # format_job_exec() is a shell command (it may `export` variables and
             # chain with &&), quoted for a shell: hand it to one, never re-quote it.
-            argv=["/bin/sh", "-c", recovery.with_checkpoint_exit(self.format_job_exec(job))],
+            argv=["/bin/sh", "-c", recovery.with_checkpoint_exit(
+                _creating_logs(self.format_job_exec(job), _logs(job)))],
             wildcards=_wildcards_of(job),
             resources=_job_resources(dict(job.resources.items())),
             threads=job.threads,
@@ -307,11 +309,31 @@ def _wildcards_of(job: JobExecutorInterface) -> dict:
     return {} if job.is_group() else dict(job.wildcards.items())
 
 
+def _members(job: JobExecutorInterface) -> list:
+    return list(job.jobs) if job.is_group() else [job]
+
+
 def _products(job: JobExecutorInterface) -> list:
     """What must come back: outputs, logs and benchmarks, for a group of every member job (the
     submit side checks the group's intermediate files too, not only what leaves the group)."""
-    members = job.jobs if job.is_group() else [job]
-    return list(dict.fromkeys(product for member in members for product in member.products()))
+    return list(dict.fromkeys(product for member in _members(job) for product in member.products()))
+
+
+def _logs(job: JobExecutorInterface) -> list:
+    return list(dict.fromkeys(log for member in _members(job) for log in member.log))
+
+
+def _creating_logs(command: str, logs: list) -> str:
+    """`command`, then (if it succeeded) an empty file for each log it did not write.
+
+    Snakemake does not require a rule to write its log, but HTCondor holds a job
+    whose listed output files are missing, and the logs are listed so they come back.
+    """
+    if not logs:
+        return command
+    names = " ".join(shlex.quote(str(log)) for log in logs)
+    return (f'{command} && for log in {names}; do [ -e "$log" ] || '
+            f'{{ mkdir -p "$(dirname "$log")" && : > "$log"; }}; done')
 
 
 def _job_resources(resources: dict) -> dict:
