@@ -52,8 +52,9 @@ def tiny_config(tmp_path: Path, **overrides) -> Path:
     return path
 
 
-def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: int = 300,
+              snakefile: Path = WORKFLOW / "Snakefile") -> subprocess.CompletedProcess:
     """The snakemake CLI of this environment on the protein_lm Snakefile, run in `workdir`
     (Snakemake prints errors on stdout or stderr: both end up in `.stdout`)."""
-    argv = [str(Path(sys.executable).parent / "snakemake"), "-s", str(WORKFLOW / "Snakefile"), *args]
+    argv = [str(Path(sys.executable).parent / "snakemake"), "-s", str(snakefile), *args]
     return subprocess.run(argv, cwd=workdir, env=env or dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)

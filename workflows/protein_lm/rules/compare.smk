@@ -19,6 +19,6 @@ rule compare:
         chunks=CHUNKS,
         compare=config["compare"],
     log:
-        "logs/compare.log",
+        "results/logs/compare.log",
     script:
         "../scripts/compare.py"

@@ -7,6 +7,6 @@ rule make_data:
     params:
         data=config["data"],
     log:
-        "logs/make_data.log",
+        "results/logs/make_data.log",
     script:
         "../scripts/make_data.py"

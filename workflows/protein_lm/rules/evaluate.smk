@@ -7,7 +7,7 @@ rule evaluate_chunk:
         "results/eval/{variant}/{run}/chunk-{chunk}.json",
     threads: 1
     log:
-        "logs/evaluate/{variant}/{run}/chunk-{chunk}.log",
+        "results/logs/evaluate/{variant}/{run}/chunk-{chunk}.log",
     script:
         "../scripts/evaluate_chunk.py"
 
@@ -24,6 +24,6 @@ rule finetune:
         finetune=config["finetune"],
     threads: config["finetune"]["threads"]
     log:
-        "logs/finetune/{variant}/{run}.log",
+        "results/logs/finetune/{variant}/{run}.log",
     script:
         "../scripts/finetune.py"

@@ -20,7 +20,7 @@ rule train_chunk:
         runtime=config["pretrain"]["runtime"],
         htcannex_submit=self_checkpoint_submit,
     log:
-        "logs/train/{variant}/{run}/chunk-{chunk}.log",
+        "results/logs/train/{variant}/{run}/chunk-{chunk}.log",
     script:
         "../scripts/train_chunk.py"
 

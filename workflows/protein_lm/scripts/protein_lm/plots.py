@@ -6,6 +6,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # jobs have no display
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from .compare import VARIANTS, RunResult  # noqa: E402
 
@@ -34,6 +35,7 @@ def loss_curves(results: list[RunResult], path: Path) -> None:
             ax.annotate(short(r.run_id), (epochs[-1], r.state["history"][-1]["train_loss"]), fontsize=7, xytext=(4, 0), textcoords="offset points")
         ax.set_title(variant)
         ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("loss (MSE, z-scored terms)")
     handles = [plt.Line2D([], [], marker="o", linestyle="", color=c, label=s) for s, c in colours.items()]

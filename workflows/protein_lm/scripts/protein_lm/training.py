@@ -9,6 +9,7 @@ stopping and resuming it, gives bitwise the same weights as training it in one g
 
 import dataclasses
 import enum
+import logging
 import math
 import random
 import time
@@ -27,6 +28,8 @@ from .model import ModelConfig, ProteinRegressor
 from .runtime import autocast, configure
 from .sequence import AVGFP
 from .job_environment import current_host, current_site
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ def read_state(job: ChunkJob) -> dict:
     if own.exists():
         state = checkpoint.load(own)
         expect_chunk, source = job.chunk, own
+        log.info("resuming chunk %d from its self-checkpoint %s", job.chunk, own)
     elif job.previous is not None:
         state = checkpoint.load(job.previous)
         expect_chunk, source = job.chunk - 1, job.previous
@@ -180,6 +184,7 @@ def train_chunk(job: ChunkJob) -> Outcome:
                 wall = partial["wall_s"] + time.perf_counter() - epoch_started
                 here = {"epoch": epoch, "step": step + 1, "sampler": position["sampler"]}
                 checkpoint.save(snapshot(here, dict(partial, wall_s=wall)), job.self_checkpoint.path)
+                log.info("self-checkpoint at epoch %d step %d", epoch + 1, step + 1)
                 if job.self_checkpoint.stop_after_save:
                     return Outcome.CHECKPOINTED
         state["history"].append({
@@ -187,6 +192,7 @@ def train_chunk(job: ChunkJob) -> Outcome:
             "wall_s": partial["wall_s"] + time.perf_counter() - epoch_started, "site": site, "host": host,
             "finished": time.time(),
         })
+        log.info("epoch %(epoch)d (chunk %(chunk)d) on %(site)s: train loss %(train_loss).4f, %(wall_s).1f s", state["history"][-1])
         position = {"epoch": epoch + 1, "step": 0, "sampler": sampler.get_state()}
         partial = {"loss_sum": 0.0, "samples": 0, "wall_s": 0.0}
         rng = checkpoint.capture_rng()
