@@ -83,8 +83,10 @@ class Executor(RemoteExecutor):
         if site is not None and site.kind == "annex":
             status = runtime.annexes.ensure(site)
             hold_for_annex = status.state is not AnnexState.UP
-            if status.message:
-                self.logger.warning(status.message) if status.state is AnnexState.WAITING else self.logger.info(status.message)
+            if status.state is AnnexState.WAITING:
+                self.logger.warning(status.message)  # the user has to act
+            elif status.message:
+                self.logger.info(status.message)
         try:
             submit = build_submit(spec, site, runtime.submit_options)
         except (SubmitValueError, SiteRefusal) as error:
