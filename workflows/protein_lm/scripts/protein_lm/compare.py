@@ -41,17 +41,19 @@ def same_weights(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def verdict(delta: float | None, baseline_values: list, k: float, min_seeds: int, identical: bool) -> str:
+def verdict(delta: float | None, baseline_values: list, equivalence_k: float, min_seeds: int, identical: bool) -> str:
     if identical:
         return "identical (bitwise)"
     values = [v for v in baseline_values if v is not None]
     if delta is None or len(values) < min_seeds:
         return f"insufficient seeds ({len(values)} < {min_seeds})"
     spread = statistics.stdev(values)
-    return "equivalent" if abs(delta) <= k * spread else f"differs (|delta| > {k:g} x SD {spread:.3g})"
+    if abs(delta) <= equivalence_k * spread:
+        return "equivalent"
+    return f"differs (|delta| > {equivalence_k:g} x SD {spread:.3g})"
 
 
-def summary_rows(results: list[RunResult], k: float, min_seeds: int) -> list[dict]:
+def summary_rows(results: list[RunResult], equivalence_k: float, min_seeds: int) -> list[dict]:
     """One row per run: both variants' metrics, their delta and the verdict."""
     by_run = {(r.run_id, r.variant): r for r in results}
     rows = []
@@ -59,13 +61,13 @@ def summary_rows(results: list[RunResult], k: float, min_seeds: int) -> list[dic
         dist, base = by_run[(run_id, "distributed")], by_run[(run_id, "baseline")]
         group = [r for r in results if r.variant == "baseline" and r.seed_group == base.seed_group]
         identical = same_weights(dist.state["model"], base.state["model"])
-        row = {"run": run_id, **{f"param:{k_}": v for k_, v in dist.swept.items()}}
+        row = {"run": run_id, **{f"param:{name}": value for name, value in dist.swept.items()}}
         for metric in METRICS:
             d, b = dist.metrics[metric], base.metrics[metric]
             delta = None if d is None or b is None else d - b
             row |= {
                 f"{metric}:distributed": d, f"{metric}:baseline": b, f"{metric}:delta": delta,
-                f"{metric}:verdict": verdict(delta, [g.metrics[metric] for g in group], k, min_seeds, identical),
+                f"{metric}:verdict": verdict(delta, [g.metrics[metric] for g in group], equivalence_k, min_seeds, identical),
             }
         row |= {
             "wall_s:distributed": dist.wall_s, "wall_s:baseline": base.wall_s,
