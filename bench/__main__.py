@@ -6,12 +6,13 @@ docs/benchmarks.md records the results and what each goal measures.
 import argparse
 import time
 
-from . import overhead, scale, tracking_cost
+from . import chunking, overhead, scale, tracking_cost
 
 BENCHMARKS = {
     "overhead": overhead,
     "tracking": tracking_cost,
     "scale": scale,
+    "chunking": chunking,
 }
 
 

@@ -5,7 +5,9 @@ Side by side in one run, on the same Snakefile, each in a fresh copy of the dire
 - htcannex:  `snakemake --executor htcannex --profile profiles/local --jobs P`, on an
              embedded pool started beforehand with P ordinary slots of 1 CPU, so both
              run P jobs at a time.
-Per job (htcannex): submit -> execute in the event log (the pool's queueing), submit ->
+Submit-side CPU is the snakemake process's own (for htcannex the jobs are children of the
+pool daemon, so their Snakemake start-up is not in it: on a real pool it is spent on the
+execute points). Per job (htcannex): submit -> execute in the event log (the pool's queueing), submit ->
 the no-op command running (it writes `date +%s.%N`: includes the job's own Snakemake
 start-up), terminate -> Snakemake reporting it finished; and Snakemake's own view,
 issued -> finished, for local and htcannex alike.
@@ -45,6 +47,7 @@ def run(args) -> None:
     header(f"overhead: {n} no-op jobs, {parallel} at a time, {args.repeat} repeats")
     variants = {"local": _local, "htcannex": _htcannex}
     walls = {name: [] for name in variants}
+    cpus = {name: [] for name in variants}
     latencies = []
     for repeat in range(args.repeat):
         for name, variant in variants.items():
@@ -53,13 +56,15 @@ def run(args) -> None:
                 (workdir / "Snakefile").write_text(SNAKEFILE.format(n=n))
                 timed, latency = variant(workdir, parallel)
                 walls[name].append(timed.wall_s)
+                cpus[name].append(timed.cpu_s)
                 if latency:
                     latencies.append(latency)
             print(f"   repeat {repeat + 1} {name:14} {timed.wall_s:8.1f} s  ({load()})", flush=True)
     print("   wall time, median [min-max] of repeats:")
     for name, values in walls.items():
         ratio = statistics.median(values) / statistics.median(walls["local"])
-        print(f"     {name:14} {spread(values):>22} s   {ratio:6.1f}x local")
+        print(f"     {name:14} {spread(values):>22} s   {ratio:6.1f}x local   "
+              f"submit-side CPU {statistics.median(cpus[name]) / n * 1000:.0f} ms/job")
     for key, label in _LATENCY_LABELS.items():
         values = [latency[key] for latency in latencies if latency.get(key) is not None]
         if values:

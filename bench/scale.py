@@ -2,7 +2,8 @@
 
 The Snakefile is a chain shaped like protein_lm's training: rule `train_chunk` with
 wildcards `run` and `chunk` (the names the profile rotates), chunk k reading checkpoint
-k-1. Side by side, wall time and peak RSS of:
+k-1. Side by side, wall time, CPU time (user + system: what load from other processes does
+not inflate) and peak RSS of:
 - local:    `snakemake -n --cores 4`;
 - htcannex: `snakemake -n --executor htcannex --profile profiles/local`, as a user runs it
             (Snakemake's dry run does not call the executor; profile, settings and plugin load do);
@@ -76,7 +77,8 @@ def run(args) -> None:
         for name, timings in results.items():
             wall = [t.wall_s for t in timings]
             rss = [t.peak_rss_mib for t in timings]
+            cpu = [t.cpu_s for t in timings]
             met = statistics.median(wall) < GOAL_S and statistics.median(rss) < GOAL_MIB
-            print(f"     {name:12} wall {spread(wall):>20} s  peak RSS {spread(rss):>18} MiB  "
+            print(f"     {name:12} wall {spread(wall):>20} s  CPU {spread(cpu):>20} s  peak RSS {spread(rss):>18} MiB  "
                   f"{statistics.median(wall) / local_wall:5.2f}x local  goal (<{GOAL_S:.0f} s, <1 GiB) "
                   f"{'met' if met else 'NOT met'}")
