@@ -1,6 +1,7 @@
-"""Status-tracking cost: schedd calls and CPU per status poll with 10, 1,000 and 10,000
-active jobs, for htcannex's Executor.check_active_jobs and, when it is installed, the
-peer plugin's (snakemake-executor-plugin-htcondor).
+"""Status-tracking cost: schedd calls, CPU and wall time per status poll with 10, 1,000 and
+10,000 active jobs, for htcannex's Executor.check_active_jobs and, where they are installed,
+the peer plugin's (snakemake-executor-plugin-htcondor; 0.3.0 reads a shared event log like
+htcannex, 0.1.2 queries the schedd per job).
 
 The jobs are real: submitted one cluster each (as both executors do) to an embedded pool
 with no slots, so they stay idle and the queue holds exactly n active jobs. Each executor
@@ -10,14 +11,16 @@ a counter. Polls measured per size:
 - steady: nothing new in the log (the common case between events), median of several;
 - events: after 10 jobs were held and released (20 new events).
 CPU is this process's (the executor's) CPU; the pool daemon's work is what the schedd
-calls cost and is counted by them.
+calls cost and is counted by them. Each executor has Snakemake's status rate limiter at its
+default (100 checks/s), so wall time shows what an executor that takes it per job waits.
+An executor whose poll took over SLOW_POLL_S is not measured at larger sizes.
 """
 import asyncio
-import contextlib
 import logging
 import statistics
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,19 +30,21 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 
 from .common import header, own_cpu_s
 
-PEER_VENV = Path("/tmp/peer")
+PEER_VENVS = [Path("/tmp/peer"), Path("/tmp/peer-old")]
 STEADY_POLLS = 5
 EVENT_JOBS = 10
+SLOW_POLL_S = 30.0
+STATUS_CHECKS_PER_S = 100  # Snakemake's default --max-status-checks-per-second
 
 
 def add_arguments(parser) -> None:
     group = parser.add_argument_group("tracking")
     group.add_argument("--tracking-sizes", type=int, nargs="+", default=[10, 1000, 10000], metavar="N",
                        help="active-job counts to measure (default 10 1000 10000)")
-    group.add_argument("--peer-venv", type=Path, default=PEER_VENV, metavar="DIR",
-                       help="venv holding snakemake-executor-plugin-htcondor (default /tmp/peer; "
-                            "`python3 -m venv /tmp/peer && /tmp/peer/bin/pip install "
-                            "snakemake-executor-plugin-htcondor`)")
+    group.add_argument("--peer-venvs", type=Path, nargs="*", default=PEER_VENVS, metavar="DIR",
+                       help="venvs holding a snakemake-executor-plugin-htcondor to compare (default /tmp/peer "
+                            "/tmp/peer-old: `python3 -m venv /tmp/peer && /tmp/peer/bin/pip install "
+                            "snakemake-executor-plugin-htcondor`, and ==0.1.2 in /tmp/peer-old)")
 
 
 class CountingSchedd:
@@ -63,20 +68,28 @@ class CountingSchedd:
 
 def run(args) -> None:
     header("status-tracking cost per poll (check_active_jobs)")
-    peer = _import_peer(args.peer_venv)
     executors = {"htcannex": _HtcannexDriver}
-    if isinstance(peer, str):
-        print(f"   peer plugin not measured: {peer}")
-    else:
-        print(f"   peer: snakemake-executor-plugin-htcondor from {peer.__file__}")
-        executors["peer htcondor"] = lambda log, schedd: _PeerDriver(peer, log, schedd)
-    print(f"   {'executor':14} {'jobs':>6}  {'poll':7} {'schedd calls':>14} {'CPU ms':>9} {'yielded':>8}")
+    for venv in args.peer_venvs:
+        peer = _import_peer(venv)
+        if isinstance(peer, str):
+            print(f"   peer plugin not measured: {peer}")
+        else:
+            print(f"   {peer.label}: {peer.__file__}")
+            executors[peer.label] = lambda log, schedd, peer=peer: _PeerDriver(peer, log, schedd)
+    print(f"   {'executor':14} {'jobs':>6}  {'poll':7} {'schedd calls':>22} {'CPU ms':>9} {'wall ms':>9}")
+    too_slow = {}
     for n in args.tracking_sizes:
         for name, driver_class in executors.items():
+            if name in too_slow:
+                print(f"   {name:14} {n:>6}  skipped: a poll took {too_slow[name]:.0f} s at fewer jobs")
+                continue
             with tempfile.TemporaryDirectory(prefix="htcannex-bench-") as scratch:
-                for poll, calls, cpu_ms, yielded in _measure(Path(scratch), n, driver_class):
+                for poll, calls, cpu_ms, wall_ms in _measure(Path(scratch), n, driver_class):
                     described = ", ".join(f"{count} {call}" for call, count in sorted(calls.items())) or "0"
-                    print(f"   {name:14} {n:>6}  {poll:7} {described:>14} {cpu_ms:9.2f} {yielded:>8}", flush=True)
+                    print(f"   {name:14} {n:>6}  {poll:7} {described:>22} {cpu_ms:9.2f} {wall_ms:9.1f}", flush=True)
+                    if wall_ms > SLOW_POLL_S * 1000:
+                        too_slow[name] = wall_ms / 1000
+                        break
 
 
 def _measure(scratch: Path, n: int, driver_class):
@@ -91,10 +104,13 @@ def _measure(scratch: Path, n: int, driver_class):
         counting = CountingSchedd(schedd)
         driver = driver_class(log, counting)
         active = driver.active_jobs(job_ids)
-        yield ("first",) + driver.poll(active)
+        first = driver.poll(active)
+        yield ("first",) + first
+        if first[2] > SLOW_POLL_S * 1000:
+            return
         steady = [driver.poll(active) for _ in range(STEADY_POLLS)]
-        calls = steady[-1][0]
-        yield ("steady", calls, statistics.median(cpu for _, cpu, _ in steady), steady[-1][2])
+        yield ("steady", steady[-1][0], statistics.median(cpu for _, cpu, _ in steady),
+               statistics.median(wall for _, _, wall in steady))
         held = job_ids[:EVENT_JOBS]
         schedd.act(htcondor2.JobAction.Hold, held, reason="bench")
         schedd.act(htcondor2.JobAction.Release, held, reason="bench")
@@ -123,7 +139,7 @@ class _HtcannexDriver:
             config=None, connection=Connection(schedd, collector=None), tracker=EventLogTracker(log),
             annexes=None, hold_policy=HoldPolicy(), submit_options=None, idle_timeout_s=3600,
         )
-        self.executor.status_rate_limiter = contextlib.nullcontext()
+        self.executor.status_rate_limiter = _rate_limiter()
         self.executor.logger = logging.getLogger("bench")
 
     def active_jobs(self, job_ids: list[str]) -> list:
@@ -141,11 +157,14 @@ class _PeerDriver:
 
     def __init__(self, peer_module, log: Path, schedd: CountingSchedd):
         self.schedd = schedd
+        # Both versions call `htcondor.Schedd()` for every use (0.1.2 imports the version-1
+        # bindings as `htcondor`, 0.3.0 imports htcondor2 as `htcondor`).
         peer_module.htcondor = SimpleNamespace(Schedd=lambda *a, **k: schedd, JobAction=htcondor2.JobAction)
         self.executor = peer_module.Executor.__new__(peer_module.Executor)
         self.executor.workflow = SimpleNamespace(executor_settings=SimpleNamespace(
             jobdir=str(log.parent / "peer-jobdir"), shared_fs_prefixes=None, held_timeout=None))
         self.executor.logger = logging.getLogger("bench")
+        self.executor.status_rate_limiter = _rate_limiter()
         self.executor.__post_init__()
         self.executor._unified_log_file = str(log)
 
@@ -163,10 +182,16 @@ def _counted_poll(executor, schedd: CountingSchedd, active: list) -> tuple[Count
         return [job async for job in executor.check_active_jobs(active)]
 
     schedd.calls.clear()
-    cpu = own_cpu_s()
-    yielded = asyncio.run(consume())
-    cpu_ms = (own_cpu_s() - cpu) * 1000
-    return Counter(schedd.calls), cpu_ms, len(yielded)
+    cpu, wall = own_cpu_s(), time.perf_counter()
+    asyncio.run(consume())
+    return Counter(schedd.calls), (own_cpu_s() - cpu) * 1000, (time.perf_counter() - wall) * 1000
+
+
+def _rate_limiter():
+    """Snakemake's status rate limiter at its default rate, as RemoteExecutor builds it."""
+    from throttler import Throttler
+
+    return Throttler(rate_limit=STATUS_CHECKS_PER_S, period=1)
 
 
 def _import_peer(venv: Path):
@@ -177,10 +202,17 @@ def _import_peer(venv: Path):
     if not found:
         return (f"no snakemake_executor_plugin_htcondor in {venv} (install it there with "
                 f"`python3 -m venv {venv} && {venv}/bin/pip install snakemake-executor-plugin-htcondor`)")
+    import importlib.metadata
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("peer_htcondor_executor", found[0])
+    version = next(importlib.metadata.distributions(name="snakemake-executor-plugin-htcondor",
+                                                    path=[str(found[0].parent.parent)])).version
+    # 0.1.x imports the version-1 bindings, which htcondor 25 no longer has: give it a
+    # stand-in module; _PeerDriver replaces its only use (htcondor.Schedd) anyway.
+    sys.modules.setdefault("htcondor", SimpleNamespace(__name__="htcondor"))
+    spec = importlib.util.spec_from_file_location(f"peer_htcondor_{version.replace('.', '_')}", found[0])
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    module.label = f"peer {version}"
     return module
