@@ -25,7 +25,7 @@ def loss_curves(results: list[RunResult], path: Path) -> None:
     """Training loss per epoch (line per run, points coloured by the site that ran the epoch)
     and validation loss after each chunk (open squares)."""
     colours = site_colours(results)
-    fig, axes = plt.subplots(1, len(VARIANTS), figsize=(11, 4), sharey=True)
+    fig, axes = plt.subplots(1, len(VARIANTS), figsize=(11, 4), sharey=True, layout="constrained")
     for ax, variant in zip(axes, VARIANTS):
         for r in (r for r in results if r.variant == variant):
             epochs = [e["epoch"] for e in r.state["history"]]
@@ -67,7 +67,8 @@ def epoch_time_per_site(results: list[RunResult], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     for i, site in enumerate(colours):
         times = [e["wall_s"] for r in results for e in r.state["history"] if e["site"] == site]
-        ax.boxplot([times], positions=[i], widths=0.5, patch_artist=True, boxprops={"facecolor": colours[site]})
+        ax.boxplot([times], positions=[i], widths=0.5, patch_artist=True, boxprops={"facecolor": colours[site], "alpha": 0.5})
+        ax.scatter([i] * len(times), times, color="black", s=12, zorder=3)  # every epoch, as few may run on a site
     ax.set_xticks(range(len(colours)), list(colours), rotation=20)
     ax.set_ylabel("epoch wall time (s)")
     ax.grid(axis="y", alpha=0.3)
