@@ -27,6 +27,15 @@ class ModelConfig:
     absolute_positions: bool = True
 
 
+def new_head(width: int, n_outputs: int) -> nn.Linear:
+    """A head that starts by predicting zero, the mean of the z-scored targets: training then
+    starts at the mean predictor's loss instead of far above it."""
+    head = nn.Linear(width, n_outputs)
+    nn.init.zeros_(head.weight)
+    nn.init.zeros_(head.bias)
+    return head
+
+
 class RelativeSelfAttention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -74,7 +83,7 @@ class ProteinRegressor(nn.Module):
         self.position = nn.Parameter(torch.zeros(len(cfg.wild_type), cfg.d_model)) if cfg.absolute_positions else None
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.norm = nn.LayerNorm(cfg.d_model)
-        self.head = nn.Linear(cfg.d_model, cfg.n_outputs)
+        self.head = new_head(cfg.d_model, cfg.n_outputs)
         self.register_buffer("wild_type", torch.tensor([[AA_INDEX[aa] for aa in cfg.wild_type]]), persistent=False)
 
     def encode(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -94,4 +103,4 @@ class ProteinRegressor(nn.Module):
 
     def replace_head(self, n_outputs: int) -> None:
         """Fine-tuning keeps the pretrained encoder and starts a fresh head."""
-        self.head = nn.Linear(self.cfg.d_model, n_outputs)
+        self.head = new_head(self.cfg.d_model, n_outputs)
