@@ -27,21 +27,28 @@ def final_states(workdir: Path, variant: str) -> list[dict]:
 ONE_SEED = {"seed": {"list": [1]}}  # merged into the default sweep: keep its form
 
 
-def test_local_executor_end_to_end_with_report(tmp_path):
-    config = tiny_config(tmp_path, sweep=ONE_SEED)
-    result = snakemake(tmp_path, "--cores", "2", "--configfile", str(config), timeout=600)
+def test_local_executor_end_to_end_with_osdf_checkpoints_and_report(tmp_path):
+    """The local executor, checkpoints as OSDF objects (the osdf provider's local origin)."""
+    config = tiny_config(tmp_path, sweep=ONE_SEED, checkpoint_store="osdf", osdf_prefix="osdf:///plm/test")
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    osdf = ("--storage-osdf-backend", "local", "--storage-osdf-local-origin", str(origin))
+    result = snakemake(tmp_path, "--cores", "2", *osdf, "--configfile", str(config), timeout=600)
     assert result.returncode == 0, result.stdout[-3000:]
     rows = summary(tmp_path)
     assert [row["param:seed"] for row in rows] == ["1"]
     # Same machine, same code: the distributed twin is bitwise the baseline.
-    assert all(row["val_loss:verdict"] == "identical (bitwise)" for row in rows)
-    assert all(float(row["spearman:delta"]) == 0 for row in rows)
+    assert rows[0]["val_loss:verdict"] == rows[0]["spearman:verdict"] == "identical (bitwise)"
+    assert float(rows[0]["spearman:delta"]) == 0
+    stored = sorted(str(p.relative_to(origin)) for p in origin.rglob("chunk-*"))
+    assert len(stored) == 8 and sum(name.endswith(".pt.sha256") for name in stored) == 4  # 2 variants x 2 chunks
+    assert not (tmp_path / "results" / "checkpoints").exists()
     for name in ("loss_curves.png", "site_timeline.png", "epoch_time_per_site.png"):
         assert (tmp_path / "results" / "compare" / name).read_bytes().startswith(b"\x89PNG")
     metadata = (tmp_path / "results" / "data" / "SYNTHETIC_metadata.json").read_text()
     assert '"SYNTHETIC": true' in metadata
 
-    report = snakemake(tmp_path, "--configfile", str(config), "--report", "report.html")
+    report = snakemake(tmp_path, *osdf, "--report", "report.html", "--configfile", str(config))
     assert report.returncode == 0, report.stdout[-3000:]
     assert (tmp_path / "report.html").stat().st_size > 10_000
 
