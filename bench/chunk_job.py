@@ -3,7 +3,9 @@
 `python -m bench.chunk_job SPAWNED_AT SPEC_JSON` trains one chunk with the workflow's own
 entry point (protein_lm.training.train_chunk, as scripts/train_chunk.py calls it) and prints
 one JSON line: seconds spent on interpreter start-up (SPAWNED_AT is when the parent started
-this process), imports, data load, checkpoint load, checkpoint save, and the rest (training).
+this process), imports, configure (threads, deterministic algorithms), data load, model
+build, checkpoint load, checkpoint save, and the rest of train_chunk (training). The parent adds what is left of the process's wall time
+(interpreter exit: torch's teardown).
 """
 import time
 
@@ -12,6 +14,10 @@ STARTED = time.time()
 import json  # noqa: E402  (after the clock: start-up is measured up to here)
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+
+# The entry point's own steps timed inside train_chunk; "training" is the rest of it.
+IN_CHUNK = ("configure", "data", "model", "ckpt load", "ckpt save")
 
 
 def _timing(phases: dict, name: str, function):
@@ -27,7 +33,7 @@ def _timing(phases: dict, name: str, function):
 
 def main(spawned_at: str, spec_json: str) -> None:
     spec = json.loads(spec_json)
-    phases = {"start-up": STARTED - float(spawned_at)}
+    phases = {"startup": STARTED - float(spawned_at)}
     began = time.perf_counter()
     sys.path.insert(0, spec["package_dir"])
     from protein_lm import checkpoint, training
@@ -35,9 +41,12 @@ def main(spawned_at: str, spec_json: str) -> None:
 
     phases["imports"] = time.perf_counter() - began
     # The phases are the entry point's own calls, timed where training.py looks them up.
-    training.load_splits = _timing(phases, "data load", training.load_splits)
-    checkpoint.load = _timing(phases, "checkpoint load", checkpoint.load)
-    checkpoint.save = _timing(phases, "checkpoint save", checkpoint.save)
+    # configure: threads and torch.use_deterministic_algorithms, which imports torch._inductor.
+    training.configure = _timing(phases, "configure", training.configure)
+    training.load_splits = _timing(phases, "data", training.load_splits)
+    training.build_model = _timing(phases, "model", training.build_model)
+    checkpoint.load = _timing(phases, "ckpt load", checkpoint.load)
+    checkpoint.save = _timing(phases, "ckpt save", checkpoint.save)
     began = time.perf_counter()
     training.train_chunk(training.ChunkJob(
         run_id="bench", params=TrainParams.from_dict(spec["params"]), data=Path(spec["data"]),
@@ -47,7 +56,7 @@ def main(spawned_at: str, spec_json: str) -> None:
         threads=spec["threads"],
     ))
     in_chunk = time.perf_counter() - began
-    phases["training"] = in_chunk - sum(phases.get(name, 0.0) for name in ("data load", "checkpoint load", "checkpoint save"))
+    phases["training"] = in_chunk - sum(phases.get(name, 0.0) for name in IN_CHUNK)
     print(json.dumps(phases))
 
 

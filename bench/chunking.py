@@ -21,7 +21,7 @@ from .common import PYTHON, REPO, BenchError, header, load, spread
 
 WORKFLOW = REPO / "workflows" / "protein_lm"
 PACKAGE_DIR = WORKFLOW / "scripts"
-PHASES = ("start-up", "imports", "data load", "checkpoint load", "checkpoint save", "training")
+PHASES = ("startup", "imports", "configure", "data", "model", "ckpt load", "ckpt save", "training", "exit")
 GOAL = 1.05
 
 
@@ -65,9 +65,9 @@ def run(args) -> None:
         print(f"     {name:10} {spread(values):>22} s")
     print(f"   ratio {ratio:.3f} (goal <= {GOAL}: {'met' if ratio <= GOAL else 'NOT met'} at this chunk length, "
           f"{one / chunks:.1f} s of training per chunk)")
-    print("   per process, median s:  " + "  ".join(f"{phase:>15}" for phase in PHASES))
+    print("   per process, median s:  " + " ".join(f"{phase:>9.9}" for phase in PHASES))
     for name, by_phase in phases.items():
-        print(f"     {name:21}" + "  ".join(f"{statistics.median(by_phase[phase] or [0]):15.3f}" for phase in PHASES))
+        print(f"     {name:21}" + " ".join(f"{statistics.median(by_phase[phase] or [0]):9.3f}" for phase in PHASES))
     extra = (split - one) / (chunks - 1) if chunks > 1 else 0.0
     print(f"   one extra chunk costs {extra:.2f} s: chunks of >= {extra / (GOAL - 1):.0f} s keep the ratio <= {GOAL}")
 
@@ -90,9 +90,12 @@ def _chain(workdir: Path, data: Path, params: dict, epochs: int, chunks: int):
         spec = {"package_dir": str(PACKAGE_DIR), "params": params, "data": str(data), "chunk": chunk,
                 "epochs_per_job": epochs // chunks, "total_epochs": epochs,
                 "previous": str(previous) if previous else None, "output": str(output), "threads": 1}
-        done = subprocess.run([PYTHON, "-m", "bench.chunk_job", repr(time.time()), json.dumps(spec)],
+        spawned = time.time()
+        done = subprocess.run([PYTHON, "-m", "bench.chunk_job", repr(spawned), json.dumps(spec)],
                               cwd=REPO, capture_output=True, text=True)
+        wall = time.time() - spawned
         if done.returncode != 0:
             raise BenchError(f"chunk {chunk} of {chunks} failed:\n{done.stderr[-3000:]}")
-        yield json.loads(done.stdout.strip().splitlines()[-1])
+        phases = json.loads(done.stdout.strip().splitlines()[-1])
+        yield {**phases, "exit": wall - sum(phases.values())}
         previous = output
