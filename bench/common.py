@@ -67,14 +67,10 @@ def run_timed(argv: list[str], cwd: Path, env: dict | None = None) -> Timed:
     return Timed(wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, output)
 
 
-def median(values) -> float:
-    return statistics.median(values)
-
-
 def spread(values) -> str:
     """median [min-max] of repeated measurements."""
     values = list(values)
-    return f"{median(values):.3g} [{min(values):.3g}-{max(values):.3g}]"
+    return f"{statistics.median(values):.3g} [{min(values):.3g}-{max(values):.3g}]"
 
 
 def own_cpu_s() -> float:
@@ -87,9 +83,8 @@ def header(title: str) -> None:
     print(f"\n== {title}\n   machine: {machine()}\n   {load()}", flush=True)
 
 
-def bench_env(**extra: str) -> dict:
+def bench_env() -> dict:
     """The environment for measured commands: this venv first on PATH (jobs run its snakemake)."""
     env = dict(os.environ)
     env["PATH"] = f"{Path(PYTHON).parent}{os.pathsep}{env.get('PATH', '')}"
-    env.update(extra)
     return env
