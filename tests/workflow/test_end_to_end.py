@@ -2,6 +2,7 @@
 import csv
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,9 @@ def summary(workdir: Path) -> list[dict]:
         return list(csv.DictReader(handle, delimiter="\t"))
 
 
-def final_states(workdir: Path, variant: str) -> list[dict]:
-    return [checkpoint.load(p) for p in sorted((workdir / "results" / "checkpoints" / variant).glob("*/chunk-2.pt"))]
+def final_states(checkpoints: Path, variant: str) -> list[dict]:
+    """The last checkpoint (chunk 2) of each run of `variant` under `checkpoints`."""
+    return [checkpoint.load(p) for p in sorted((checkpoints / variant).glob("*/*-chunk-2.pt"))]
 
 
 ONE_SEED = {"seed": {"list": [1]}}  # merged into the default sweep: keep its form
@@ -40,7 +42,7 @@ def test_local_executor_end_to_end_with_osdf_checkpoints_and_report(tmp_path):
     # Same machine, same code: the distributed twin is bitwise the baseline.
     assert rows[0]["val_loss:verdict"] == rows[0]["spearman:verdict"] == "identical (bitwise)"
     assert float(rows[0]["spearman:delta"]) == 0
-    stored = sorted(str(p.relative_to(origin)) for p in origin.rglob("chunk-*"))
+    stored = sorted(str(p.relative_to(origin)) for p in origin.rglob("*-chunk-*"))
     assert len(stored) == 8 and sum(name.endswith(".pt.sha256") for name in stored) == 4  # 2 variants x 2 chunks
     assert not (tmp_path / "results" / "checkpoints").exists()
     for name in ("loss_curves.png", "site_timeline.png", "epoch_time_per_site.png"):
@@ -56,7 +58,7 @@ def test_local_executor_end_to_end_with_osdf_checkpoints_and_report(tmp_path):
 def test_exit_85_path_through_snakemake_resumes_bitwise(tmp_path):
     """What HTCondor does with checkpoint_exit_code, played by hand: the job's Snakemake fails
     (status 1) leaving the self-checkpoint and the exit-code marker; the job runs again."""
-    target = "results/checkpoints/distributed/{run}/chunk-1.pt"
+    target = "results/checkpoints/distributed/{run}/distributed-{run}-chunk-1.pt"
     unbroken_dir, evicted_dir = tmp_path / "unbroken", tmp_path / "evicted"
     for workdir in (unbroken_dir, evicted_dir):
         workdir.mkdir()
@@ -80,23 +82,54 @@ def test_exit_85_path_through_snakemake_resumes_bitwise(tmp_path):
     assert len(b["segments"]) == 2 and len(a["segments"]) == 1
 
 
+def checkpoints_seen_in(workdir: Path, stop: threading.Event, seen: set) -> None:
+    """Every chunk file that shows up anywhere under the working directory while the run goes on."""
+    while not stop.wait(0.5):
+        seen.update(str(path.relative_to(workdir)) for path in workdir.rglob("*-chunk-*.pt*"))
+
+
 def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
     """A copy of the workflow directory run with --profile profiles/local (jobs get the files Snakemake ships).
     train_chunk hops between annexes, train_baseline stays on one, chunks self-checkpoint
-    (exit 85) and resume, and the twins still end bitwise equal."""
+    (exit 85) and resume, the twins still end bitwise equal, and the profile hands every
+    checkpoint through the pool's OSDF origin as URL transfers, never through the working directory."""
     workdir = tmp_path / "protein_lm"
     shutil.copytree(WORKFLOW, workdir, ignore=shutil.ignore_patterns("__pycache__", "results", "logs", ".snakemake"))
     tiny_config(workdir, sweep=ONE_SEED)
+    # The osdf plugin wants the origin before the pool's daemon (which makes it) first starts.
+    origin = embedded_pool.origin_dir
+    origin.mkdir(parents=True)
     env = dict(os.environ, HTCANNEX_POOL_DIR=str(embedded_pool.spool_dir))
-    result = snakemake(workdir, "--executor", "htcannex", "--profile", str(REPO / "profiles" / "local"),
-                       "--configfile", "tiny.yaml", env=env, timeout=900, snakefile=workdir / "Snakefile")
+    stop, seen = threading.Event(), set()
+    watcher = threading.Thread(target=checkpoints_seen_in, args=(workdir, stop, seen))
+    watcher.start()
+    try:
+        result = snakemake(workdir, "--executor", "htcannex", "--profile", str(REPO / "profiles" / "local"),
+                           "--configfile", "tiny.yaml", env=env, timeout=900, snakefile=workdir / "Snakefile")
+    finally:
+        stop.set()
+        watcher.join()
     assert result.returncode == 0, result.stdout[-4000:]
+    assert not seen, sorted(seen)
 
     rows = summary(workdir)
     assert len(rows) == 1 and rows[0]["val_loss:verdict"] == "identical (bitwise)"
-    for state in final_states(workdir, "distributed"):
+    run = rows[0]["run"]
+    stored = sorted(str(p.relative_to(origin)) for p in origin.rglob("*-chunk-*"))
+    assert stored == [f"htcannex/protein_lm/{variant}/{run}/{variant}-{run}-chunk-{chunk}.pt{suffix}"
+                      for variant in ("baseline", "distributed") for chunk in (1, 2) for suffix in ("", ".sha256")]
+    # Chunk 2 read chunk 1 from the origin and wrote to it: both directions are URL transfers.
+    ads = embedded_pool.schedd().history("true", ["HtcannexRule", "TransferInput", "TransferOutputRemaps"])
+    chunk_twos = [ad for ad in ads if ad.get("HtcannexRule") in ("train_chunk", "train_baseline")
+                  and "-chunk-1.pt" in str(ad.get("TransferInput", ""))]
+    assert chunk_twos
+    for ad in chunk_twos:
+        assert "osdf:///htcannex/protein_lm/" in ad["TransferInput"]
+        assert "osdf:///htcannex/protein_lm/" in ad["TransferOutputRemaps"]
+
+    for state in final_states(origin / "htcannex" / "protein_lm", "distributed"):
         sites = [epoch["site"] for epoch in state["history"]]
         assert len(set(sites)) == 2, sites  # chunk 1 and chunk 2 ran on different annexes
         assert len(state["segments"]) > 2  # at least one self-checkpoint restart
-    for state in final_states(workdir, "baseline"):
+    for state in final_states(origin / "htcannex" / "protein_lm", "baseline"):
         assert {epoch["site"] for epoch in state["history"]} == {"htcannex-expanse"}

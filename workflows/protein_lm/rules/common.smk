@@ -20,8 +20,10 @@ wildcard_constraints:
     variant="|".join(VARIANTS),
 
 
-# A new name per chunk: OSDF objects are immutable and caches serve the first bytes.
-CHECKPOINT = "{variant}/{run}/chunk-{chunk}.pt"
+# A new name per chunk: OSDF objects are immutable and caches serve the first bytes. The base
+# name alone is unique too: HTCondor drops URL inputs into the sandbox by base name, and
+# compare reads the final checkpoint of every run and variant.
+CHECKPOINT = "{variant}/{run}/{variant}-{run}-chunk-{chunk}.pt"
 
 if config["checkpoint_store"] == "osdf":
 

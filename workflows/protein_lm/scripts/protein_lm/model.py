@@ -80,7 +80,10 @@ class ProteinRegressor(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Embedding(len(AMINO_ACIDS), cfg.d_model)
-        self.position = nn.Parameter(torch.zeros(len(cfg.wild_type), cfg.d_model)) if cfg.absolute_positions else None
+        # Random like the token embedding: a zero start makes every site look alike until the
+        # optimizer has moved each position vector by O(1), hundreds of steps at these learning
+        # rates, and substitution effects are all about which site is mutated.
+        self.position = nn.Parameter(torch.randn(len(cfg.wild_type), cfg.d_model)) if cfg.absolute_positions else None
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.norm = nn.LayerNorm(cfg.d_model)
         self.head = new_head(cfg.d_model, cfg.n_outputs)
