@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import classad2
-import jsonschema
 import yaml
 from htcondor_cli import annex_validate
 
@@ -357,6 +356,10 @@ class _Loader:
         )
 
     def check_schema(self, document: dict) -> None:
+        # Imported here: every Snakemake process imports this plugin (also each job's own
+        # Snakemake, which never loads a catalogue); jsonschema costs ~0.1 s (docs/benchmarks.md).
+        import jsonschema
+
         validator = jsonschema.Draft202012Validator(CATALOGUE_SCHEMA)
         error = jsonschema.exceptions.best_match(validator.iter_errors(document))
         if error is None:
