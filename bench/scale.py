@@ -72,13 +72,15 @@ def run(args) -> None:
                     f"{name} {timings[-1].wall_s:.1f} s" for name, timings in results.items()) + f"  ({load()})",
                     flush=True)
         jobs = runs * chunks
-        local_wall = statistics.median(t.wall_s for t in results["local -n"])
+        local_cpu = statistics.median(t.cpu_s for t in results["local -n"])
         print(f"   {sweep} = {jobs} jobs; median [min-max] of {args.repeat}:")
         for name, timings in results.items():
             wall = [t.wall_s for t in timings]
             rss = [t.peak_rss_mib for t in timings]
             cpu = [t.cpu_s for t in timings]
-            met = statistics.median(wall) < GOAL_S and statistics.median(rss) < GOAL_MIB
+            # Judged on CPU: the process is single-threaded, so its CPU time is its wall time on
+            # an idle core; wall time here depends on what else the shared machine runs.
+            met = statistics.median(cpu) < GOAL_S and statistics.median(rss) < GOAL_MIB
             print(f"     {name:12} wall {spread(wall):>20} s  CPU {spread(cpu):>20} s  peak RSS {spread(rss):>18} MiB  "
-                  f"{statistics.median(wall) / local_wall:5.2f}x local  goal (<{GOAL_S:.0f} s, <1 GiB) "
+                  f"{statistics.median(cpu) / local_cpu:5.2f}x local CPU  goal (<{GOAL_S:.0f} s CPU, <1 GiB) "
                   f"{'met' if met else 'NOT met'}")
