@@ -18,7 +18,7 @@ demo: $(INSTALLED)
 	$(BIN)/python -m snakemake_executor_plugin_htcannex.demo
 
 test: $(INSTALLED)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 test-fast: $(INSTALLED)
 	$(BIN)/python -m pytest -q -m "not slow"
