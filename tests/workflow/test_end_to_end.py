@@ -115,8 +115,9 @@ def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
     rows = summary(workdir)
     assert len(rows) == 1 and rows[0]["val_loss:verdict"] == "identical (bitwise)"
     run = rows[0]["run"]
-    stored = sorted(str(p.relative_to(origin)) for p in origin.rglob("*-chunk-*"))
-    assert stored == [f"htcannex/protein_lm/{variant}/{run}/{variant}-{run}-chunk-{chunk}.pt{suffix}"
+    (training_set,) = (origin / "htcannex" / "protein_lm").iterdir()
+    stored = sorted(str(p.relative_to(training_set)) for p in training_set.rglob("*-chunk-*"))
+    assert stored == [f"{variant}/{run}/{variant}-{run}-chunk-{chunk}.pt{suffix}"
                       for variant in ("baseline", "distributed") for chunk in (1, 2) for suffix in ("", ".sha256")]
     # Chunk 2 read chunk 1 from the origin and wrote to it: both directions are URL transfers.
     ads = embedded_pool.schedd().history("true", ["HtcannexRule", "TransferInput", "TransferOutputRemaps"])
@@ -127,9 +128,9 @@ def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
         assert "osdf:///htcannex/protein_lm/" in ad["TransferInput"]
         assert "osdf:///htcannex/protein_lm/" in ad["TransferOutputRemaps"]
 
-    for state in final_states(origin / "htcannex" / "protein_lm", "distributed"):
+    for state in final_states(training_set, "distributed"):
         sites = [epoch["site"] for epoch in state["history"]]
         assert len(set(sites)) == 2, sites  # chunk 1 and chunk 2 ran on different annexes
         assert len(state["segments"]) > 2  # at least one self-checkpoint restart
-    for state in final_states(origin / "htcannex" / "protein_lm", "baseline"):
+    for state in final_states(training_set, "baseline"):
         assert {epoch["site"] for epoch in state["history"]} == {"htcannex-expanse"}

@@ -1,4 +1,5 @@
 # Runs of the sweep, file names, and what the rules share.
+import hashlib
 import json
 
 from protein_lm.config import TrainParams
@@ -26,13 +27,17 @@ wildcard_constraints:
 CHECKPOINT = "{variant}/{run}/{variant}-{run}-chunk-{chunk}.pt"
 
 if config["checkpoint_store"] == "osdf":
+    # The run id covers the train parameters; this directory covers the rest of what a
+    # checkpoint depends on (the data and the chunking), so changing those writes new
+    # objects instead of refusing to overwrite the old ones.
+    TRAINING_SET = hashlib.sha256(json.dumps([config["data"], config["pretrain"]], sort_keys=True).encode()).hexdigest()[:12]
 
     storage osdf:
         provider="osdf",
 
     def checkpoint_files(relative, name="checkpoint"):
         """Named files of one checkpoint; the osdf provider moves its checksum sidecar itself."""
-        return {name: storage.osdf(f"{config['osdf_prefix'].rstrip('/')}/{relative}")}
+        return {name: storage.osdf(f"{config['osdf_prefix'].rstrip('/')}/set-{TRAINING_SET}/{relative}")}
 
 else:
 
