@@ -30,7 +30,13 @@ BIN = Path(sys.executable).parent
 
 
 def main() -> int:
-    Pool(os.environ.get("HTCANNEX_POOL_DIR") or REPO / STATE_DIR / "pool").origin_dir.mkdir(parents=True, exist_ok=True)
+    origin = Pool(os.environ.get("HTCANNEX_POOL_DIR") or REPO / STATE_DIR / "pool").origin_dir
+    origin.mkdir(parents=True, exist_ok=True)
+    if stale := stale_checkpoints(origin):
+        print(f"make demo: {stale} holds the checkpoints of an earlier demo, but results/ is gone, so Snakemake "
+              "would retrain every chunk and the origin would refuse to overwrite its immutable objects. "
+              f"Delete them (rm -r {stale}) or restore results/.", file=sys.stderr)
+        return 2
     snakemake = [str(BIN / "snakemake"), "--executor", "htcannex", "--profile", str(PROFILE.relative_to(REPO)),
                  "-s", str((WORKFLOW / "Snakefile").relative_to(REPO))]
     print("$ snakemake", *snakemake[1:], flush=True)
@@ -40,6 +46,15 @@ def main() -> int:
         return status
     print_comparison()
     return make_report(snakemake)
+
+
+def stale_checkpoints(origin: Path) -> Path | None:
+    """The workflow's checkpoint objects in the origin when the data they were trained on is
+    gone: regenerating the data makes Snakemake rerun every chunk under the same names."""
+    prefix = yaml.safe_load((WORKFLOW / "config" / "config.yaml").read_text())["osdf_prefix"]
+    objects = origin / prefix.removeprefix("osdf:///").strip("/")
+    data = REPO / "results" / "data"
+    return objects if objects.is_dir() and any(objects.iterdir()) and not data.is_dir() else None
 
 
 def print_board() -> None:

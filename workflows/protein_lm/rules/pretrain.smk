@@ -3,10 +3,7 @@ rule train_chunk:
     profile rotates this rule between sites by its wildcards run and chunk."""
     input:
         unpack(previous_checkpoint),
-        # ancient: make_data writing the same seeded file again (results/ deleted, checkpoints
-        # kept in the OSDF origin) must not retrain chunks over immutable objects; a changed
-        # data config changes the OSDF object names (TRAINING_SET) instead.
-        data=ancient(SIMULATED),
+        data=SIMULATED,
     output:
         **checkpoint_files(CHECKPOINT),
     wildcard_constraints:
