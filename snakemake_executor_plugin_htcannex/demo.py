@@ -6,10 +6,7 @@ Snakemake's own output is the progress. Afterwards: the status board (`htcannex 
 --once`: where each chunk ran, per-site epoch times), the comparison table the workflow
 wrote, an HTML report (`snakemake --report`) and the paths of the figures.
 
-The profile hands checkpoints through the embedded pool's OSDF origin; the osdf storage
-plugin refuses an origin directory that does not exist yet, and the pool only creates it
-when its daemon first starts, which is after Snakemake has set up storage. So the demo
-creates it first (docs/protein_lm.md, "Running").
+The profile hands checkpoints through the embedded pool's OSDF origin (docs/protein_lm.md).
 """
 import os
 import subprocess
@@ -31,7 +28,6 @@ BIN = Path(sys.executable).parent
 
 def main() -> int:
     origin = Pool(os.environ.get("HTCANNEX_POOL_DIR") or REPO / STATE_DIR / "pool").origin_dir
-    origin.mkdir(parents=True, exist_ok=True)
     if stale := stale_checkpoints(origin):
         print(f"make demo: {stale} holds the checkpoints of an earlier demo, but results/ is gone, so Snakemake "
               "would retrain every chunk and the origin would refuse to overwrite its immutable objects. "

@@ -144,11 +144,16 @@ def _make_backend(settings: StorageProviderSettings, local_prefix: Path) -> Back
                 "the embedded pool's is <spool>/osdf-origin."
             )
         root = Path(settings.local_origin).expanduser()
-        if not root.is_dir():
+        if root.exists() and not root.is_dir():
             raise WorkflowError(
                 f"The osdf local origin {root} (--storage-osdf-local-origin) is not a "
-                "directory; create it, or point the setting at the pool's origin."
+                "directory; point the setting at a directory (the pool's origin)."
             )
+        # The embedded pool creates <spool>/osdf-origin only when its daemon starts,
+        # which is after Snakemake sets up storage: a first run on a fresh clone
+        # must not fail for that. A mistyped path shows up as an empty origin whose
+        # path every "missing object" error names.
+        root.mkdir(parents=True, exist_ok=True)
         return LocalOrigin(root)
     if settings.backend == "htcondor":
         scratch = os.environ.get("_CONDOR_SCRATCH_DIR") or os.getcwd()

@@ -147,8 +147,17 @@ def test_wildcards_are_valid_in_queries():
 def test_local_backend_without_origin_says_which_setting(tmp_path):
     with pytest.raises(WorkflowError, match="--storage-osdf-local-origin"):
         provider_for(tmp_path, backend="local")
+    not_a_directory = tmp_path / "a-file"
+    not_a_directory.write_text("")
     with pytest.raises(WorkflowError, match="is not a directory"):
-        provider_for(tmp_path, backend="local", local_origin=str(tmp_path / "typo"))
+        provider_for(tmp_path, backend="local", local_origin=str(not_a_directory))
+
+
+def test_local_backend_creates_a_missing_origin(tmp_path):
+    # The pool makes <spool>/osdf-origin only once its daemon runs, after storage setup.
+    origin = tmp_path / ".htcannex" / "pool" / "osdf-origin"
+    provider_for(tmp_path, backend="local", local_origin=str(origin))
+    assert origin.is_dir()
 
 
 def test_unreadable_token_file_is_named(tmp_path):

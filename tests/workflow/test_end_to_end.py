@@ -96,9 +96,8 @@ def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
     workdir = tmp_path / "protein_lm"
     shutil.copytree(WORKFLOW, workdir, ignore=shutil.ignore_patterns("__pycache__", "results", "logs", ".snakemake"))
     tiny_config(workdir, sweep=ONE_SEED)
-    # The osdf plugin wants the origin before the pool's daemon (which makes it) first starts.
+    # Not created beforehand: a fresh clone has no origin until the first run makes it.
     origin = embedded_pool.origin_dir
-    origin.mkdir(parents=True)
     env = dict(os.environ, HTCANNEX_POOL_DIR=str(embedded_pool.spool_dir))
     stop, seen = threading.Event(), set()
     watcher = threading.Thread(target=checkpoints_seen_in, args=(workdir, stop, seen))
