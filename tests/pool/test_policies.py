@@ -163,12 +163,19 @@ def test_hold_and_remove_a_running_job(pool, submit_dir):
     assert aborted[0]["Reason"] == "no longer needed"
 
 
-def test_injected_kill_evicts_and_the_job_runs_again(pool, submit_dir):
+def start_a_job_that_finishes_when_run_twice(pool, submit_dir):
+    """A job whose first run blocks (until evicted) and whose second run finishes at once;
+    each run appends a line to the returned file. Returns once the first run is going."""
     script(submit_dir, "job.sh", 'echo run >> "$1"; [ -e "$1.again" ] || { touch "$1.again"; sleep 60; }\n')
     runs = submit_dir / "runs.txt"
     result = submit(pool, {"executable": "job.sh", "arguments": str(runs)})
     job_id = f"{result.cluster()}.0"
     wait_until(lambda: (submit_dir / "runs.txt.again").exists(), 15, "the first run")
+    return job_id, runs
+
+
+def test_injected_kill_evicts_and_the_job_runs_again(pool, submit_dir):
+    job_id, runs = start_a_job_that_finishes_when_run_twice(pool, submit_dir)
     pool.inject_kill_job(job_id)
     wait_for_status(pool, job_id, 4)
     assert len(runs.read_text().split()) == 2
@@ -202,11 +209,7 @@ def test_periodic_hold_holds_a_running_job_with_code_3(pool, submit_dir):
 
 
 def test_vacate_sends_a_running_job_back_to_idle_and_it_runs_again(pool, submit_dir):
-    script(submit_dir, "job.sh", 'echo run >> "$1"; [ -e "$1.again" ] || { touch "$1.again"; sleep 60; }\n')
-    runs = submit_dir / "runs.txt"
-    result = submit(pool, {"executable": "job.sh", "arguments": str(runs)})
-    job_id = f"{result.cluster()}.0"
-    wait_until(lambda: (submit_dir / "runs.txt.again").exists(), 15, "the first run")
+    job_id, runs = start_a_job_that_finishes_when_run_twice(pool, submit_dir)
     assert pool.schedd().act(htcondor2.JobAction.Vacate, job_id)["TotalSuccess"] == 1
     wait_for_status(pool, job_id, 4)
     assert len(runs.read_text().split()) == 2
