@@ -156,6 +156,15 @@ def render_plan(rotation: Rotation, placements: Iterable[Placement]) -> str:
     return "\n\n".join(blocks)
 
 
+def plan_report(rotation: Rotation, jobs: Iterable[tuple[str, Mapping[str, object]]]) -> str:
+    """The plan with its heading, as a run prints it before submitting and `snakemake -n`
+    after its job listing; "" when no job of a rotated rule is among (rule, wildcards) pairs."""
+    placements = rotation.plan(jobs)
+    if not placements:
+        return ""
+    return "htcannex plan (run x chunk -> site):\n" + render_plan(rotation, placements)
+
+
 def _natural(run: str) -> tuple[int, int, str]:
     # Numbered runs in numeric order (2 before 10), named runs after them.
     return (0, int(run), "") if run.isdecimal() else (1, 0, run)

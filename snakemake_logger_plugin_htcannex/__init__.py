@@ -1,0 +1,121 @@
+"""Snakemake logger plugin `htcannex`: `snakemake -n` ends with the htcannex plan.
+
+A dry run goes through Snakemake's own dry-run executor and never loads the
+htcannex executor, so the placement plan (run x chunk -> site) that a real run
+prints before it submits would be missing from the one command users run to
+see what will happen. Snakemake does hand every logger plugin the jobs a dry
+run lists (JOB_INFO records: rule name and wildcards); this handler keeps them
+and, when Snakemake shuts logging down after the listing, prints the plan with
+`rotation.plan_report`, the code the executor uses, on the profile's htcannex.yaml.
+
+A profile turns it on with
+
+    logger: [htcannex]
+    logger-htcannex-config: htcannex.yaml
+
+It prints nothing in a real run (the executor prints the plan there) and is
+never set up in a job's own Snakemake (Snakemake skips logger plugins in its
+subprocess and remote modes).
+"""
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from snakemake_interface_common.exceptions import WorkflowError
+from snakemake_interface_logger_plugins.base import LogHandlerBase
+from snakemake_interface_logger_plugins.common import LogEvent
+from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
+
+from snakemake_executor_plugin_htcannex.rotation import RotationError, plan_report
+from snakemake_executor_plugin_htcannex.sites import HtcannexConfigError, load_catalogue
+
+__all__ = ["LogHandler", "LogHandlerSettings"]
+
+
+@dataclass
+class LogHandlerSettings(LogHandlerSettingsBase):
+    config: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "The htcannex.yaml whose rotation `snakemake -n` prints the plan of. In a "
+            "profile's config.yaml write `logger-htcannex-config: htcannex.yaml`: Snakemake "
+            "resolves a value naming a file in the profile directory to that file.",
+        },
+    )
+
+
+class LogHandler(LogHandlerBase):
+    def __post_init__(self) -> None:
+        self.jobs: list[tuple[str, dict]] = []
+        self.failed = False
+        self.reported = False
+        self.rotation = self._load_rotation() if self.common_settings.dryrun else None
+
+    def _load_rotation(self):
+        if self.settings is None or self.settings.config is None:
+            raise WorkflowError(
+                "the htcannex logger needs the profile's htcannex.yaml: set "
+                "--logger-htcannex-config PATH, or `logger-htcannex-config: htcannex.yaml` "
+                "next to `logger: [htcannex]` in the profile's config.yaml"
+            )
+        path = Path(self.settings.config).expanduser().absolute()
+        if not path.is_file():
+            # load_catalogue's own fix names the executor's flag; this setting is another one.
+            raise WorkflowError(str(HtcannexConfigError(
+                path, "(file)", "does not exist",
+                "point --logger-htcannex-config (profile key logger-htcannex-config) at the "
+                "profile's htcannex.yaml")))
+        try:
+            return load_catalogue(path).rotation
+        except HtcannexConfigError as error:
+            raise WorkflowError(str(error)) from error
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.rotation is None:
+            return
+        event = getattr(record, "event", None)
+        if event == LogEvent.JOB_INFO:
+            self.jobs.append((record.rule_name, dict(record.wildcards or {})))
+        elif record.levelno >= logging.ERROR:
+            # A dry run that failed has no plan: the jobs it listed are not what a run would do.
+            self.failed = True
+
+    def close(self) -> None:
+        # Snakemake closes its plugin handlers once the run is over and every record has been
+        # handled; logging.shutdown() closes them again at exit.
+        if self.rotation is not None and not self.failed and not self.reported:
+            self.reported = True
+            try:
+                report = plan_report(self.rotation, self.jobs)
+            except RotationError as error:
+                report = f"htcannex plan: {error}"
+            if report:
+                # Where Snakemake's own console output of this run went (stdout in a dry run).
+                stream = sys.stdout if self.common_settings.stdout else sys.stderr
+                print(report, file=stream, flush=True)
+        super().close()
+
+    # Snakemake keeps its console handler only when no plugin claims the stream: this
+    # handler adds the plan after the run's own output and replaces none of it.
+    @property
+    def writes_to_stream(self) -> bool:
+        return False
+
+    @property
+    def writes_to_file(self) -> bool:
+        return False
+
+    # Records reach emit() unfiltered: --quiet must not hide jobs from the plan.
+    @property
+    def has_filter(self) -> bool:
+        return True
+
+    @property
+    def has_formatter(self) -> bool:
+        return False
+
+    @property
+    def needs_rulegraph(self) -> bool:
+        return False
