@@ -27,7 +27,8 @@ import classad2
 import htcondor2
 
 from .sites import Catalogue, Site
-from .tracking import HOLD_MEMORY_CODES, HOLD_SUBMITTED_ON_HOLD, HOLD_TRANSFER_INPUT, HOLD_TRANSFER_OUTPUT
+from .tracking import (HOLD_SUBMITTED_ON_HOLD, HOLD_TRANSFER_INPUT, HOLD_TRANSFER_OUTPUT, disk_hold,
+                       memory_hold, output_object_exists)
 
 IDLE, RUNNING, REMOVED, COMPLETED, HELD = 1, 2, 3, 4, 5
 STATUS_WORDS = {IDLE: "idle", RUNNING: "running", REMOVED: "removed", COMPLETED: "completed", HELD: "held"}
@@ -208,12 +209,25 @@ def explain_hold(code: Optional[int], subcode: Optional[int], reason: str, rule:
                  target_annex: Optional[str] = None) -> list[str]:
     """The hold in plain words and what to change, by HoldReasonCode."""
     lines = [f"held: {reason} (HoldReasonCode {code}, HoldReasonSubCode {subcode})"]
-    if code in HOLD_MEMORY_CODES:
+    if memory_hold(code, subcode):
         lines += [
             "It used more memory than it asked for, and HTCondor stopped it.",
             f"Fix: give rule {rule} more memory, growing with the attempt so that a retry asks for more: "
             "resources: mem_mb=lambda wildcards, attempt: 4000 * attempt  (the executor removes the held "
             "job and Snakemake's --retries resubmits it, on the next site of the rotation).",
+        ]
+    elif disk_hold(code, subcode):
+        lines += [
+            "It wrote more to its scratch directory than it asked for, and HTCondor stopped it.",
+            f"Fix: give rule {rule} more disk, growing with the attempt: "
+            "resources: disk_mb=lambda wildcards, attempt: 20000 * attempt",
+        ]
+    elif output_object_exists(code, subcode, reason):
+        lines += [
+            "Its output would replace an OSDF object that already exists; OSDF objects are immutable "
+            "(caches keep serving the first bytes written under a name), so nothing was written.",
+            "Fix: give every chunk's output a new name (the run and chunk in the path); to redo this chunk "
+            "on purpose, delete or rename the object at the origin first. Releasing the job fails again.",
         ]
     elif code in (HOLD_TRANSFER_INPUT, HOLD_TRANSFER_OUTPUT):
         direction = "input" if code == HOLD_TRANSFER_INPUT else "output"

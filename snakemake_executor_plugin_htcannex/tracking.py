@@ -28,20 +28,50 @@ class JobPhase(enum.Enum):
         return self in (JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.REMOVED)
 
 
-# HoldReasonCode values (HTCondor's JobHoldReasonCodes) the plugin treats specially.
+# HoldReasonCode values (HTCondor's "Hold Reason Codes" table) the plugin treats specially.
 HOLD_SUBMITTED_ON_HOLD = 15  # our own `hold = true` while the job's annex comes up
 HOLD_TRANSFER_OUTPUT = 12
 HOLD_TRANSFER_INPUT = 13
-HOLD_MEMORY_CODES = (34, 102)  # out of resources / memory usage over request
+HOLD_OUT_OF_RESOURCES = 34  # JobOutOfResources: the HoldReasonSubCode names the resource
 TRANSIENT_HOLD_CODES = (HOLD_TRANSFER_OUTPUT, HOLD_TRANSFER_INPUT)
-ENOENT = 2  # HoldReasonSubCode of a transfer hold: the errno
+# HoldReasonSubCode values: of code 34, the resource; of a transfer hold, the errno.
+SUBCODE_MEMORY = 102
+SUBCODE_DISK = 104
+ENOENT = 2
+EEXIST = 17
+
+
+def memory_hold(code: Optional[int], subcode: Optional[int]) -> bool:
+    """Held for using more memory than requested: code 34, subcode 102. Before HTCondor
+    enforced disk (subcode 104), code 34 meant memory only and came with subcode 0."""
+    return code == HOLD_OUT_OF_RESOURCES and subcode in (SUBCODE_MEMORY, 0, None)
+
+
+def disk_hold(code: Optional[int], subcode: Optional[int]) -> bool:
+    """Held for writing more to its scratch directory than requested: code 34, subcode 104."""
+    return code == HOLD_OUT_OF_RESOURCES and subcode == SUBCODE_DISK
+
+
+def output_object_exists(code: Optional[int], subcode: Optional[int], reason: Optional[str]) -> bool:
+    """An output transfer refused because its destination, an immutable OSDF object,
+    already exists. The errno would be EEXIST, but a transfer plugin's failure does not
+    always carry one (the embedded pool words it like a missing file, errno 2), so the
+    reason's words count too. Releasing it fails the same way again."""
+    return code == HOLD_TRANSFER_OUTPUT and (subcode == EEXIST or "already exists" in (reason or ""))
 
 
 def missing_output(record: "JobRecord") -> bool:
     """An output transfer hold because a listed output does not exist: HTCondor's
     way of reporting a job whose command failed before writing its outputs.
     Releasing it only runs the failing command again."""
-    return record.hold_code == HOLD_TRANSFER_OUTPUT and record.hold_subcode == ENOENT
+    return (record.hold_code == HOLD_TRANSFER_OUTPUT and record.hold_subcode == ENOENT
+            and not output_object_exists(record.hold_code, record.hold_subcode, record.hold_reason))
+
+
+def lasting_hold(record: "JobRecord") -> bool:
+    """A transfer hold that a release cannot cure."""
+    return missing_output(record) or output_object_exists(record.hold_code, record.hold_subcode,
+                                                          record.hold_reason)
 
 
 @dataclass
@@ -181,7 +211,8 @@ class HoldPolicy:
     """What to do with a held job.
 
     `release-transient`: release file-transfer holds (codes 12/13) up to
-    `max_releases` times per job, fail every other hold. `fail`: fail every hold.
+    `max_releases` times per job, except those a release cannot cure (a missing
+    output, an OSDF object that already exists); fail every other hold. `fail`: fail every hold.
     A failed job is removed from the queue and reported to Snakemake with the hold
     reason, so `--retries` resubmits it as the next attempt (rotation moves it to
     the next site; resources that depend on `attempt` grow).
@@ -208,7 +239,7 @@ class HoldPolicy:
         if (
             self.mode == "release-transient"
             and record.hold_code in TRANSIENT_HOLD_CODES
-            and not missing_output(record)
+            and not lasting_hold(record)
             and released < self.max_releases
         ):
             self._releases[record.job_id] = released + 1
@@ -226,11 +257,24 @@ def describe_hold(record: JobRecord, rule: str, releases: int = 0) -> str:
         f"HTCondor job {record.job_id} (rule {rule}) was held: {record.hold_reason} "
         f"(HoldReasonCode {record.hold_code}, HoldReasonSubCode {record.hold_subcode})."
     )
-    if record.hold_code in HOLD_MEMORY_CODES:
+    if memory_hold(record.hold_code, record.hold_subcode):
         fix = (
             f"The job used more memory than it requested. Give rule {rule} more, growing "
             f"with the attempt so `--retries` asks for more: "
             f"resources: mem_mb=lambda wildcards, attempt: 4000 * attempt"
+        )
+    elif disk_hold(record.hold_code, record.hold_subcode):
+        fix = (
+            f"The job wrote more to its scratch directory than it requested. Give rule {rule} "
+            f"more disk, growing with the attempt: resources: disk_mb=lambda wildcards, attempt: 20000 * attempt"
+        )
+    elif output_object_exists(record.hold_code, record.hold_subcode, record.hold_reason):
+        fix = (
+            "Its output would replace an OSDF object that already exists, and OSDF objects are "
+            "immutable (caches keep serving the first bytes written under a name), so nothing "
+            "was written. Fix: give every chunk's output a new name (put the run and chunk in "
+            "the path, e.g. .../run{run}/ckpt-{chunk}.pt); to redo this chunk on purpose, "
+            "delete or rename the object at the origin first, then run again."
         )
     elif missing_output(record):
         fix = (

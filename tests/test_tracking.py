@@ -143,14 +143,30 @@ def test_transient_hold_released_a_bounded_number_of_times(log):
     assert "5.0" in final.message and "rule train" in final.message
 
 
-def test_memory_hold_fails_with_the_fix(log):
+@pytest.mark.parametrize("subcode", [102, 0])  # 0: older HTCondor, when code 34 meant memory only
+def test_memory_hold_fails_with_the_fix(log, subcode):
     tracker = EventLogTracker(log.path)
-    log(submit("006.000"), held("006.000", 34, reason="Memory usage exceeded request"))
+    log(submit("006.000"), held("006.000", 34, subcode, reason="Memory usage exceeded request"))
     tracker.poll()
     decision = HoldPolicy().decide(tracker.jobs["6.0"], "train_chunk")
     assert not decision.release
     assert "Memory usage exceeded request" in decision.message
     assert "mem_mb=lambda wildcards, attempt" in decision.message
+
+
+def test_disk_hold_asks_for_disk_not_memory(log):
+    tracker = EventLogTracker(log.path)
+    log(submit("016.000"), held("016.000", 34, 104, reason="Job has exceeded its disk allocation"))
+    tracker.poll()
+    message = HoldPolicy().decide(tracker.jobs["16.0"], "train_chunk").message
+    assert "disk_mb=lambda wildcards, attempt" in message and "mem_mb" not in message
+
+
+def test_102_is_a_subcode_not_a_hold_code(log):
+    tracker = EventLogTracker(log.path)
+    log(submit("026.000"), held("026.000", 102, 0, reason="some site's own hold"))
+    tracker.poll()
+    assert "mem_mb" not in HoldPolicy().decide(tracker.jobs["26.0"], "train_chunk").message
 
 
 def test_fail_policy_fails_transfer_holds_too(log):
@@ -180,3 +196,21 @@ def test_missing_output_is_a_failed_command_not_a_transient_hold(log):
     decision = HoldPolicy("release-transient").decide(tracker.jobs["9.0"], "train_chunk")
     assert not decision.release
     assert "command most likely failed" in decision.message and "chunk1.pt" in decision.message
+
+
+@pytest.mark.parametrize("subcode, reason", [
+    # as the embedded pool words it (errno 2, like a missing file) ...
+    (2, "Transfer output files failure: reading from file ckpt-2.pt: the OSDF object "
+        "ospool/run0/ckpt-2.pt already exists, and OSDF objects are immutable: write a new name"),
+    # ... and with the errno a refused overwrite carries
+    (17, "Transfer output files failure: ckpt-2.pt: File exists"),
+])
+def test_output_over_an_existing_osdf_object_is_not_released_and_says_rename(log, subcode, reason):
+    tracker = EventLogTracker(log.path)
+    log(submit("010.000"), held("010.000", 12, subcode, reason=reason))
+    tracker.poll()
+    decision = HoldPolicy("release-transient").decide(tracker.jobs["10.0"], "train_chunk")
+    assert not decision.release  # the object is still there: a release fails the same way
+    assert "immutable" in decision.message and "new name" in decision.message
+    assert "delete or rename the object at the origin" in decision.message
+    assert "command most likely failed" not in decision.message

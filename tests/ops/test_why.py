@@ -124,6 +124,10 @@ def test_gpu_memory_and_capability_clause_fails_on_smaller_gpus_with_the_fix():
 @pytest.mark.parametrize("code, subcode, words", [
     (13, 2, "Moving its input files failed"),
     (12, 0, "an output object that already exists cannot be written again"),
+    (12, 17, "give every chunk's output a new name"),
+    (34, 102, "give rule train_chunk more memory"),
+    (34, 0, "give rule train_chunk more memory"),  # HTCondor before subcodes named the resource
+    (34, 104, "give rule train_chunk more disk"),
     (47, 0, "split the chunk: fewer epochs_per_job and more chunks"),
     (15, 0, "It waits for its annex htcannex-a to come up"),
     (1, 0, "It waits for its annex htcannex-a to come up"),
