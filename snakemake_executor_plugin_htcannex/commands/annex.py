@@ -1,8 +1,7 @@
 """`htcannex annex plan | create`: which chunk goes where; create a site's annex by hand.
 
-`plan` is the dry run of the rotation: Snakemake's own `-n` runs its dry-run
-executor, never this plugin, so the plan (run x chunk -> site) is printed here
-and at the start of every real run.
+`plan` prints only the plan (run x chunk -> site) that `snakemake -n` ends with
+(through the htcannex logger plugin) and every real run starts with.
 """
 import sys
 from pathlib import Path
