@@ -78,8 +78,9 @@ class LogHandler(LogHandlerBase):
         event = getattr(record, "event", None)
         if event == LogEvent.JOB_INFO:
             self.jobs.append((record.rule_name, dict(record.wildcards or {})))
-        elif record.levelno >= logging.ERROR:
-            # A dry run that failed has no plan: the jobs it listed are not what a run would do.
+        elif event == LogEvent.ERROR:
+            # Snakemake's own error (not a plugin's logged complaint): a dry run that failed
+            # has no plan, the jobs it listed are not what a run would do.
             self.failed = True
 
     def close(self) -> None:

@@ -134,3 +134,14 @@ def test_a_real_run_prints_the_plan_once(tmp_path, embedded_pool):
     assert (workdir / "results/run0/chunk0.txt").read_text() == "run 0 chunk 0\n"
     output = result.stdout + result.stderr
     assert plan_tables(output) == {"train_chunk": {"0": expected_sites("train_chunk", "0", [0])}}
+
+
+def test_dry_run_of_a_rotated_rule_without_its_chunk_wildcard_says_which(tmp_path, spool):
+    (tmp_path / "Snakefile").write_text(
+        'rule all:\n    input: "out/run0.txt"\n\n'
+        'rule train_chunk:\n    output: "out/run{run}.txt"\n    shell: "touch {output}"\n'
+    )
+    result = snakemake(["-n", "--profile", str(LOCAL_PROFILE)], tmp_path, spool)
+    assert result.returncode == 0, result.stderr[-3000:]  # Snakemake's dry run itself is fine
+    assert PLAN_HEADING not in result.stdout
+    assert "htcannex plan: rule train_chunk has rotation policy 'round-robin' but no wildcard 'chunk'" in result.stdout
