@@ -9,6 +9,7 @@ from pathlib import Path
 
 from protein_lm.config import TrainParams
 from protein_lm.job_environment import CHECKPOINT_EXIT_MARKER, checkpoint_exit_code
+from protein_lm.runtime import skip_exit_collections
 from protein_lm.training import ChunkJob, Outcome, SelfCheckpoint, train_chunk
 
 snakemake = globals()["snakemake"]  # injected by Snakemake's script directive
@@ -27,6 +28,7 @@ outcome = train_chunk(ChunkJob(
     self_checkpoint=SelfCheckpoint(Path(snakemake.params.self_checkpoint), snakemake.params.checkpoint_every_steps, exit_code is not None),
     threads=snakemake.threads,
 ))
+skip_exit_collections()
 if outcome is Outcome.CHECKPOINTED:
     # Snakemake around this script exits 1 for any failure; the marker tells the htcannex
     # job wrapper to exit with the checkpoint code instead (docs/architecture.md).

@@ -1,6 +1,7 @@
 """Device, precision, threads and determinism for every torch entry point."""
 
 import contextlib
+import gc
 import os
 
 import torch
@@ -23,3 +24,14 @@ def autocast(device: torch.device):
     if device.type == "cuda":
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def skip_exit_collections() -> None:
+    """Call last in a script that imported torch: its interpreter exit then takes ~0.2 s, not ~1.4 s.
+
+    At exit Python runs full garbage collections over every tracked object, ~280,000 once torch
+    and torch._dynamo (which any torch.optim optimizer imports) are loaded. Freezing moves them
+    out of the collector's sight; the process frees its memory as it ends anyway, and atexit
+    handlers (logging's flush) still run.
+    """
+    gc.freeze()
