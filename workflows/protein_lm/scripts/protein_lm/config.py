@@ -3,7 +3,6 @@
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-import jsonschema
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -15,6 +14,10 @@ class ConfigError(ValueError):
 def validate_config(config: dict, schema: Path, source: str) -> None:
     """Validate (and fill defaults) with snakemake.utils.validate, re-raising its error as one line
     that names the offending key, since its own message is a schema dump."""
+    # Imported here, not at the top: every job's script imports TrainParams from this module,
+    # and jsonschema would cost it 0.1-0.3 s of start-up for a check only the Snakefile makes.
+    import jsonschema
+
     try:
         validate(config, str(schema))
     except WorkflowError as error:
