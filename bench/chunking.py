@@ -1,15 +1,17 @@
 """Chunking cost: one run trained in N chunks (N processes, each resuming from the previous
 chunk's checkpoint) vs in one job, at equal epochs, on the workflow's demo model.
 
-Both go through the workflow's training entry point (protein_lm.training.train_chunk) in
-fresh processes (bench/chunk_job.py), with the workflow's config (config/config.yaml: data,
-train) and one thread, sequentially. Reported: wall time of each, the ratio, where each
-process's time goes, and the fixed cost of one extra chunk, from which the chunk length
-that keeps the ratio <= 1.05 follows.
+Each process is what a train_chunk job's script process is (bench/chunk_job.py): Snakemake's
+preamble, then the workflow's scripts/train_chunk.py, with the workflow's config
+(config/config.yaml: data, train, pretrain.checkpoint_every_steps) and one thread, run
+sequentially. Reported: wall and CPU time of each, their ratios, where each process's time
+goes, and the fixed cost of one extra chunk. --chunking-seconds T sizes the data so that a
+chunk trains about T s, to measure the ratio at a realistic chunk length side by side.
 """
 import json
+import os
+import pickle
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -17,11 +19,12 @@ from pathlib import Path
 
 import yaml
 
-from .common import PYTHON, REPO, BenchError, header, load, spread
+from .common import PYTHON, REPO, BenchError, header, load, run_timed, spread
 
 WORKFLOW = REPO / "workflows" / "protein_lm"
 PACKAGE_DIR = WORKFLOW / "scripts"
-PHASES = ("startup", "imports", "configure", "data", "model", "ckpt load", "ckpt save", "training", "exit")
+SCRIPT = PACKAGE_DIR / "train_chunk.py"
+PHASES = ("startup", "preamble", "imports", "configure", "data", "model", "ckpt load", "ckpt save", "training", "exit")
 GOAL = 1.05
 
 
@@ -33,6 +36,9 @@ def add_arguments(parser) -> None:
     group.add_argument("--chunking-variants", type=int, default=None, metavar="V",
                        help="training variants in the synthetic data (default: config.yaml's data.n_variants); "
                             "more variants = longer epochs")
+    group.add_argument("--chunking-seconds", type=float, default=None, metavar="T",
+                       help="size the data so that one chunk trains about T s (calibrated by timing one "
+                            "1-epoch chunk at config.yaml's size); replaces --chunking-variants")
 
 
 def run(args) -> None:
@@ -42,31 +48,41 @@ def run(args) -> None:
     config = yaml.safe_load((WORKFLOW / "config" / "config.yaml").read_text())
     if args.chunking_variants:
         config["data"]["n_variants"] = args.chunking_variants
-    header(f"chunking: {epochs} epochs in {chunks} chunks vs one job, "
-           f"{config['data']['n_variants']} variants, {args.repeat} repeats")
-    walls = {"one job": [], f"{chunks} chunks": []}
-    phases = {name: {phase: [] for phase in PHASES} for name in walls}
-    fixed = []  # per process: everything but training, what each extra chunk pays again
+    params = {**config["train"], "seed": 1}
+    every_steps = config["pretrain"]["checkpoint_every_steps"]
+    sys.path.insert(0, str(PACKAGE_DIR))  # the workflow's package: its data generator and names
     with tempfile.TemporaryDirectory(prefix="htcannex-bench-") as scratch:
         scratch = Path(scratch)
+        if args.chunking_seconds:
+            config["data"]["n_variants"] = _variants_for(args.chunking_seconds, epochs // chunks, config, scratch)
         data = _make_data(config, scratch)
-        params = {**config["train"], "seed": 1}
+        header(f"chunking: {epochs} epochs in {chunks} chunks vs one job, "
+               f"{config['data']['n_variants']} variants, {args.repeat} repeats")
+        walls = {"one job": [], f"{chunks} chunks": []}
+        cpus = {name: [] for name in walls}
+        phases = {name: {phase: [] for phase in PHASES} for name in walls}
+        fixed = []  # per process: everything but training, what each extra chunk pays again
         for repeat in range(args.repeat):
             for name, n in (("one job", 1), (f"{chunks} chunks", chunks)):
-                started = time.perf_counter()
-                for job in _chain(scratch / f"{repeat}-{n}", data, params, epochs, n):
+                started, cpu = time.perf_counter(), 0.0
+                for job, job_cpu in _chain(scratch / f"{repeat}-{n}", data, params, every_steps, epochs, n):
                     for phase, seconds in job.items():
                         phases[name][phase].append(seconds)
                     fixed.append(sum(seconds for phase, seconds in job.items() if phase != "training"))
+                    cpu += job_cpu
                 walls[name].append(time.perf_counter() - started)
-                print(f"   repeat {repeat + 1} {name:10} {walls[name][-1]:7.1f} s  ({load()})", flush=True)
+                cpus[name].append(cpu)
+                print(f"   repeat {repeat + 1} {name:10} {walls[name][-1]:7.1f} s wall {cpu:7.1f} s CPU  ({load()})",
+                      flush=True)
     one, split = (statistics.median(values) for values in walls.values())
     ratio = split / one
-    print("   wall time, median [min-max] of repeats:")
-    for name, values in walls.items():
-        print(f"     {name:10} {spread(values):>22} s")
-    print(f"   ratio {ratio:.3f} (goal <= {GOAL}: {'met' if ratio <= GOAL else 'NOT met'} at this chunk length, "
-          f"{one / chunks:.1f} s of training per chunk)")
+    cpu_ratio = statistics.median(cpus[f"{chunks} chunks"]) / statistics.median(cpus["one job"])
+    training = statistics.median(phases[f"{chunks} chunks"]["training"])
+    print("   median [min-max] of repeats:     wall s                  CPU s")
+    for name in walls:
+        print(f"     {name:10} {spread(walls[name]):>22} {spread(cpus[name]):>22}")
+    print(f"   ratio {ratio:.3f} wall, {cpu_ratio:.3f} CPU (goal <= {GOAL}: {'met' if ratio <= GOAL else 'NOT met'} "
+          f"at this chunk length, {training:.1f} s of training per chunk)")
     print("   per process, median s:  " + " ".join(f"{phase:>9.9}" for phase in PHASES))
     for name, by_phase in phases.items():
         print(f"     {name:21}" + " ".join(f"{statistics.median(by_phase[phase] or [0]):9.3f}" for phase in PHASES))
@@ -77,30 +93,59 @@ def run(args) -> None:
           f"of training keep the ratio <= {GOAL}")
 
 
-def _make_data(config: dict, scratch: Path) -> Path:
-    sys.path.insert(0, str(PACKAGE_DIR))
+def _variants_for(seconds: float, epochs_per_chunk: int, config: dict, scratch: Path) -> int:
+    """Training variants for a chunk of about `seconds`: an epoch's time grows with the data, so
+    one 1-epoch chunk at config.yaml's size gives the rate."""
+    data = _make_data(config, scratch / "calibration")
+    params = {**config["train"], "seed": 1}
+    (job, _), = _chain(scratch / "calibration" / "run", data, params, 0, 1, 1)
+    variants = round(config["data"]["n_variants"] * seconds / (job["training"] * epochs_per_chunk))
+    print(f"   calibration: 1 epoch of {config['data']['n_variants']} variants trained in {job['training']:.2f} s: "
+          f"{variants} variants for {seconds:g} s per chunk of {epochs_per_chunk} epoch(s)", flush=True)
+    return variants
+
+
+def _make_data(config: dict, directory: Path) -> Path:
     from protein_lm.data import DataConfig, generate
 
-    simulated = scratch / "simulated.tsv"
-    generate(DataConfig(**config["data"]), simulated, scratch / "experimental.tsv", scratch / "metadata.json")
+    simulated = directory / "simulated.tsv"
+    generate(DataConfig(**config["data"]), simulated, directory / "experimental.tsv", directory / "metadata.json")
     return simulated
 
 
-def _chain(workdir: Path, data: Path, params: dict, epochs: int, chunks: int):
-    """Train the run in `chunks` processes; yields each process's phase times."""
+def _chain(workdir: Path, data: Path, params: dict, every_steps: int, epochs: int, chunks: int):
+    """Train the run in `chunks` processes; yields each process's phase times and its CPU seconds."""
+    from protein_lm.job_environment import SELF_CHECKPOINT_MODE_VARIABLE
+
     workdir.mkdir(parents=True)
     previous = None
     for chunk in range(1, chunks + 1):
         output = workdir / f"chunk{chunk}.pt"
-        spec = {"package_dir": str(PACKAGE_DIR), "params": params, "data": str(data), "chunk": chunk,
-                "epochs_per_job": epochs // chunks, "total_epochs": epochs,
-                "previous": str(previous) if previous else None, "output": str(output), "threads": 1}
+        job = workdir / f"chunk{chunk}.snakemake.pickle"
+        job.write_bytes(pickle.dumps(_snakemake_job(
+            workdir, data, params, every_steps, chunk, epochs // chunks, epochs, previous, output)))
+        spec = {"search_path": [str(PACKAGE_DIR)], "job": str(job), "script": str(SCRIPT)}
+        # As under the local executor: no job ad, so self-checkpoints are saved and training goes on.
+        env = {**os.environ, "PYTHONPATH": str(REPO), SELF_CHECKPOINT_MODE_VARIABLE: "continue"}
         spawned = time.time()
-        done = subprocess.run([PYTHON, "-m", "bench.chunk_job", repr(spawned), json.dumps(spec)],
-                              cwd=REPO, capture_output=True, text=True)
-        wall = time.time() - spawned
-        if done.returncode != 0:
-            raise BenchError(f"chunk {chunk} of {chunks} failed:\n{done.stderr[-3000:]}")
-        phases = json.loads(done.stdout.strip().splitlines()[-1])
-        yield {**phases, "exit": wall - sum(phases.values())}
+        try:
+            done = run_timed([PYTHON, "-m", "bench.chunk_job", repr(spawned), json.dumps(spec)], cwd=workdir, env=env)
+        except BenchError as error:
+            raise BenchError(f"chunk {chunk} of {chunks} failed: {error}") from None
+        phases = json.loads(done.output.strip().splitlines()[-1])
+        yield {**phases, "exit": done.wall_s - sum(phases.values())}, done.cpu_s
         previous = output
+
+
+def _snakemake_job(workdir, data, params, every_steps, chunk, epochs_per_job, total_epochs, previous, output):
+    """The `snakemake` object Snakemake pickles for a train_chunk job (rules/pretrain.smk)."""
+    from snakemake.iocontainers import InputFiles, Log, OutputFiles, Params, ResourceList, Snakemake, Wildcards
+
+    inputs = {"data": str(data), **({"previous": str(previous)} if previous else {})}
+    return Snakemake(
+        InputFiles(fromdict=inputs), OutputFiles(fromdict={"checkpoint": str(output)}),
+        Params(fromdict={"run": params, "epochs_per_job": epochs_per_job, "total_epochs": total_epochs,
+                         "checkpoint_every_steps": every_steps, "self_checkpoint": f"selfckpt-{chunk}.pt"}),
+        Wildcards(fromdict={"variant": "distributed", "run": "bench", "chunk": str(chunk)}),
+        1, ResourceList(), Log(toclone=[str(workdir / f"chunk{chunk}.log")]), {}, "train_chunk", None,
+    )
