@@ -107,6 +107,7 @@ class JobSpec:
     output_remaps: Mapping[str, str] = field(default_factory=dict)
     environment: Mapping[str, str] = field(default_factory=dict)  # this job's; wins over the profile's
     container: str | None = None  # the rule's container; overrides the profile's
+    ships_workflow_sources: bool = True  # False: the job runs no Snakemake and needs no Snakefile
 
 
 @dataclass(frozen=True)
@@ -352,7 +353,8 @@ def _files(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
     if options.shared_fs:
         return {"should_transfer_files": "NO"}
     inputs = [check.path("input", path, options.workdir) for path in spec.inputs]
-    sources = [check.path("workflow source", path, options.workdir) for path in options.workflow_sources]
+    sources = [check.path("workflow source", path, options.workdir)
+               for path in (options.workflow_sources if spec.ships_workflow_sources else ())]
     outputs = [check.path("output file", path, options.workdir) for path in spec.outputs]
     for path, original in zip(outputs, spec.outputs):
         if "://" in path:

@@ -5,6 +5,7 @@ run_job: place the job (rotation), make sure its annex is up or coming
 through the schedd seam. check_active_jobs: read the one event log
 (tracking.py) and turn events into Snakemake's success/error callbacks.
 """
+import asyncio
 import dataclasses
 import os
 import shlex
@@ -19,7 +20,7 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
-from . import osdf_transfer, recovery, secrets
+from . import direct_shell, osdf_transfer, recovery, secrets
 from . import schedd as schedd_seam
 from .annex import AnnexLedger, AnnexManager, AnnexState, EmbeddedBackend, HtcondorCliBackend
 from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit, job_signature
@@ -30,6 +31,7 @@ from .units import UnitError, parse_duration_s
 
 STATE_DIR = Path(".htcannex")
 STDERR_TAIL_LINES = 20
+NEWS_CHECK_S = 0.01  # how often the status thread looks whether the event log grew
 # HTCondor starts jobs with no PATH; the spawned Snakemake (its ILP scheduler
 # included) and the rules' shell commands need one.
 EXECUTE_POINT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -137,11 +139,25 @@ class Executor(RemoteExecutor):
             for job_info in active_jobs:
                 yield job_info
             return
-        async with self.status_rate_limiter:
-            runtime.tracker.poll()
+        # No status_rate_limiter (--max-status-checks-per-second, 10 by default): it spares a
+        # scheduler from queries, and this reads one local file; throttled, a chain of short
+        # jobs stalls for most of a second after every tenth poll.
+        runtime.tracker.poll()
         for job_info in active_jobs:
             if self._still_active(job_info):
                 yield job_info
+
+    async def sleep(self):
+        """Wait until the event log grows, at most --seconds-between-status-checks.
+
+        A poll reads only the one local event log (no schedd query), so it can follow
+        the log closely: a finished job is reported within NEWS_CHECK_S instead of up to
+        a whole status interval later, which is what a chain of short jobs waits on."""
+        deadline = time.monotonic() + self.next_seconds_between_status_checks
+        while time.monotonic() < deadline:
+            if self._runtime is not None and self._runtime.tracker.has_news():
+                return
+            await asyncio.sleep(NEWS_CHECK_S)
 
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]):
         ids = [job_info.external_jobid for job_info in active_jobs]
@@ -280,17 +296,20 @@ class Executor(RemoteExecutor):
             )
             files = dict(inputs=transfers.inputs, outputs=transfers.outputs,
                          output_remaps=transfers.output_remaps, environment=transfers.environment)
+        direct = direct_shell.direct_command(job) if self._runtime.direct_shell else None
+        # format_job_exec() is a shell command (it may `export` variables and
+        # chain with &&), quoted for a shell: hand it to one, never re-quote it.
+        shell_path, command = direct or ("/bin/sh", self.format_job_exec(job))
+        resources = dict(job.resources.items())
         return JobSpec(
             rule=job.name,
             jobid=job.jobid,
-            # format_job_exec() is a shell command (it may `export` variables and
-            # chain with &&), quoted for a shell: hand it to one, never re-quote it.
-            argv=["/bin/sh", "-c", recovery.with_checkpoint_exit(
-                _creating_logs(self.format_job_exec(job), _logs(job)))],
+            argv=[shell_path, "-c", recovery.with_checkpoint_exit(_creating_logs(command, _logs(job)))],
             wildcards=_wildcards_of(job),
-            resources=_job_resources(dict(job.resources.items())),
+            resources=resources if direct else _with_room_for_snakemake(resources),
             threads=job.threads,
             attempt=job.attempt,
+            ships_workflow_sources=direct is None,
             **files,
         )
 
@@ -338,7 +357,7 @@ def _creating_logs(command: str, logs: list) -> str:
             f'{{ mkdir -p "$(dirname "$log")" && : > "$log"; }}; done')
 
 
-def _job_resources(resources: dict) -> dict:
+def _with_room_for_snakemake(resources: dict) -> dict:
     """The rule's resources, with room for the job's own Snakemake process."""
     sized = {name.split("_")[0] for name in resources if name.startswith(("mem", "disk"))}
     defaults = {name: value for name, value in SPAWNED_SNAKEMAKE_DEFAULTS.items() if name.split("_")[0] not in sized}
@@ -375,6 +394,7 @@ class _Runtime:
     hold_policy: HoldPolicy
     submit_options: SubmitOptions
     idle_timeout_s: float
+    direct_shell: bool
     withheld_secrets: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
@@ -433,5 +453,6 @@ class _Runtime:
         submit_options.logs_dir.mkdir(parents=True, exist_ok=True)
         return cls(
             config, connection, EventLogTracker(state_dir / "jobs.log"), annexes,
-            HoldPolicy(settings.hold_policy, settings.hold_releases), submit_options, idle_timeout_s, withheld,
+            HoldPolicy(settings.hold_policy, settings.hold_releases), submit_options, idle_timeout_s,
+            not settings.snakemake_in_every_job, withheld,
         )

@@ -7,8 +7,8 @@ A chain of chunk jobs must land on the sites the rotation policy names (read
 back from the event log's AnnexName), on annexes created on demand (each job
 submitted held, released when its annex is up), with correct outputs.
 """
+import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,8 +23,6 @@ HERE = Path(__file__).parent
 REPO = HERE.parent
 CHUNKS_WORKFLOW = HERE / "workflows" / "chunks"
 BIN = Path(sys.executable).parent
-# Snakemake's target of a spawned job, in the ad's new-syntax Arguments (quotes doubled)
-TARGET = re.compile(r"--target-jobs '+train_chunk:run=(\w+),chunk=(\d+)'")
 
 
 @pytest.fixture
@@ -85,11 +83,10 @@ def test_profiles_install_then_chunks_rotate_over_annexes(tmp_path, user_env, em
     annex_of_job, released = _read_event_log(workdir / ".htcannex" / "jobs.log")
     catalogue = load_catalogue(REPO / "profiles" / "local" / "htcannex.yaml")
     placed = 0
-    for ad in embedded_pool.schedd().history("true", ["ClusterId", "ProcId", "Arguments"]):
-        match = TARGET.search(str(ad.get("Arguments", "")))
-        if not match:
-            continue
-        run_id, chunk = match.groups()
+    for ad in embedded_pool.schedd().history('HtcannexRule == "train_chunk"',
+                                             ["ClusterId", "ProcId", "HtcannexWildcards"]):
+        wildcards = json.loads(ad["HtcannexWildcards"])
+        run_id, chunk = wildcards["run"], wildcards["chunk"]
         expected = catalogue.rotation.place("train_chunk", {"run": run_id, "chunk": chunk}).site
         job_id = f"{ad['ClusterId']}.{ad['ProcId']}"
         assert annex_of_job[job_id] == catalogue.sites[expected].annex_name, (run_id, chunk)
@@ -122,9 +119,9 @@ def test_failures_are_reported_with_reason_and_fix_and_leave_no_jobs(tmp_path, u
     )
     assert result.returncode != 0
     errors = result.stderr
-    # a failed command: its job terminates with the failure (when_to_transfer_output =
+    # a failed command: its job terminates with the command's exit code (when_to_transfer_output =
     # ON_SUCCESS: no output transfer to hold it), reported with the tail of its stderr
-    assert "exited with return value 1" in errors and "loss is nan at epoch 3" in errors
+    assert "exited with return value 3" in errors and "loss is nan at epoch 3" in errors
     assert "releasing HTCondor job" not in errors
     # a memory hold: removed, with the reason and the fix
     assert "HoldReasonCode 34" in errors and "mem_mb=lambda wildcards, attempt" in errors

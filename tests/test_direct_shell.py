@@ -1,0 +1,78 @@
+"""Plain shell rules run their command in the job without a Snakemake process there.
+
+Through the snakemake CLI with the local profile: the queue's ads show which jobs ran
+Snakemake (its `--target-jobs` in Arguments, the Snakefile among the transferred
+inputs) and the outputs show the commands ran as Snakemake would run them.
+"""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+REPO = HERE.parent
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    shutil.copytree(HERE / "workflows" / "direct", tmp_path / "work")
+    return tmp_path / "work"
+
+
+def snakemake(workdir, pool, *extra):
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(
+        ["snakemake", "--executor", "htcannex", "--profile", str(REPO / "profiles" / "local"),
+         "--htcannex-pool-dir", str(pool.spool_dir), "--retries", "0", *extra],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=240,
+    )
+
+
+def ads_by_rule(pool) -> dict:
+    return {ad["HtcannexRule"]: ad for ad in pool.schedd().history(
+        "true", ["HtcannexRule", "Cmd", "Arguments", "TransferInput", "RequestMemory", "ExitCode"])}
+
+
+def runs_snakemake(ad) -> bool:
+    return "--target-jobs" in ad["Arguments"]
+
+
+def test_plain_shell_rules_run_without_snakemake_and_others_with_it(workdir, embedded_pool):
+    result = snakemake(workdir, embedded_pool)
+    assert result.returncode == 0, result.stderr[-4000:]
+
+    # Snakemake's own formatting: quoting, wildcards, threads; the output directory made.
+    assert (workdir / "plain" / "a.txt").read_text() == "hello 'quoted' \"world\" $HOME a 2\n"
+    assert (workdir / "multiline.txt").read_text() == "first\nsecond\n"
+    assert (workdir / "python.txt").read_text() == "from a run block\n"
+
+    ads = ads_by_rule(embedded_pool)
+    plain = ads["plain"]
+    assert plain["Cmd"] == "/bin/bash" and not runs_snakemake(plain)
+    assert "Snakefile" not in plain.get("TransferInput", "")
+    # A multi-line command cannot be a submit argument; a run block needs Snakemake.
+    for rule in ("multiline", "python"):
+        assert runs_snakemake(ads[rule]), rule
+        assert "Snakefile" in ads[rule]["TransferInput"], rule
+    # Only jobs running Snakemake get room for it on top of the rule's memory.
+    assert plain["RequestMemory"] < ads["python"]["RequestMemory"]
+
+
+@pytest.mark.slow
+def test_a_failing_pipe_fails_the_job_as_under_snakemake(workdir, embedded_pool):
+    result = snakemake(workdir, embedded_pool, "broken.txt")
+    assert result.returncode != 0
+    assert "exited with return value 1" in result.stderr
+    assert not (workdir / "broken.txt").exists()
+
+
+@pytest.mark.slow
+def test_snakemake_in_every_job_when_asked(workdir, embedded_pool):
+    result = snakemake(workdir, embedded_pool, "plain/b.txt", "--htcannex-snakemake-in-every-job")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (workdir / "plain" / "b.txt").read_text() == "hello 'quoted' \"world\" $HOME b 2\n"
+    assert runs_snakemake(ads_by_rule(embedded_pool)["plain"])
