@@ -109,6 +109,7 @@ class EventLogTracker:
         self.path = Path(path)
         self.jobs: dict[str, JobRecord] = {}
         self._log: Optional[htcondor2.JobEventLog] = None
+        self._size_read = 0
 
     def poll(self) -> set[str]:
         """Apply new events; return the ids of jobs whose record changed."""
@@ -116,12 +117,24 @@ class EventLogTracker:
             if not self.path.exists():
                 return set()
             self._log = htcondor2.JobEventLog(str(self.path))
+        # Taken before reading: what is appended while we read shows up as news.
+        self._size_read = self._size()
         changed = set()
         for event in self._log.events(stop_after=0):
             record = self._apply(event)
             if record is not None:
                 changed.add(record.job_id)
         return changed
+
+    def has_news(self) -> bool:
+        """Whether the log grew since the last poll: one stat(), cheap enough to ask often."""
+        return self._size() > self._size_read
+
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
 
     def close(self) -> None:
         if self._log is not None:

@@ -29,6 +29,8 @@ log = logging.getLogger("htcannex.pool")
 # Requests that only look: they do not keep an idle daemon alive (a status poll
 # in a loop would otherwise stop it from ever exiting).
 OBSERVING_OPERATIONS = {"ping", "status"}
+# Right after jobs start or end the scheduler looks again in BUSY_PAUSE_S (short jobs
+# finish fast), then ever less often, up to the daemon's cycle.
 BUSY_PAUSE_S = 0.01
 
 
@@ -48,15 +50,19 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 class PoolDaemon:
     def __init__(self, spool: Path, origin: Path, idle_exit_s: float, cycle_s: float, slots: list[dict]):
         self.spool, self.idle_exit_s, self.cycle_s = spool, idle_exit_s, cycle_s
-        self.scheduler = Scheduler(spool, origin, slots)
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        # Set by every request that may change the queue and by every job process that
+        # exits: a submitted job is matched, and an ended one reaped, at once rather than
+        # at the next cycle.
+        self.wake = threading.Event()
+        self.scheduler = Scheduler(spool, origin, slots, on_job_exit=self.wake.set)
         self.closed = False  # the scheduler is shut down; requests get a "stopping" answer
         self.last_request = time.time()
         self.operations = {
             "ping": lambda: {"pid": os.getpid()},
             "status": lambda: {"pid": os.getpid(), **self.scheduler.status()},
-            "shutdown": self.stopping.set,
+            "shutdown": self.stop,
             "submit": self.scheduler.submit,
             "act": self.scheduler.act,
             "edit": self.scheduler.edit,
@@ -92,12 +98,18 @@ class PoolDaemon:
                 if request["op"] not in OBSERVING_OPERATIONS:
                     self.last_request = time.time()
                 result = operation(**arguments)
+            if request["op"] not in OBSERVING_OPERATIONS:
+                self.wake.set()
             return {"ok": True, "result": result}
         except (RequestError, ValueError) as error:
             return {"ok": False, "kind": "request", "error": str(error)}
         except Exception as error:  # never let one request take the daemon down
             log.exception("request failed")
             return {"ok": False, "kind": "internal", "error": f"{type(error).__name__}: {error}"}
+
+    def stop(self):
+        self.stopping.set()
+        self.wake.set()
 
     def _idle_too_long(self) -> bool:
         return (time.time() - self.last_request > self.idle_exit_s
@@ -111,11 +123,14 @@ class PoolDaemon:
         (self.spool / "daemon.pid").write_text(f"{os.getpid()}\n")
         log.info("serving %s", socket_path)
         pause = self.cycle_s
-        while not self.stopping.wait(pause):
+        while True:
+            self.wake.wait(pause)
+            self.wake.clear()
+            if self.stopping.is_set():
+                break
             with self.lock:
                 try:
-                    # Right after jobs start or end, look again soon: short jobs finish fast.
-                    pause = BUSY_PAUSE_S if self.scheduler.cycle() else self.cycle_s
+                    pause = BUSY_PAUSE_S if self.scheduler.cycle() else min(2 * pause, self.cycle_s)
                 except Exception:
                     log.exception("scheduler cycle failed")
                 if self._idle_too_long():
@@ -163,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     socket_path = spool / protocol.SOCKET_NAME
     socket_path.unlink(missing_ok=True)  # left by a daemon that died; we hold the lock now
     daemon = PoolDaemon(spool, args.origin.resolve(), args.idle_exit, args.cycle, args.slots)
-    signal.signal(signal.SIGTERM, lambda *_: daemon.stopping.set())
+    signal.signal(signal.SIGTERM, lambda *_: daemon.stop())
     daemon.serve(socket_path)
     return 0
 

@@ -7,6 +7,7 @@ and reported in the job's user event log before the lock is released.
 import re
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import classad2
@@ -67,8 +68,10 @@ def _duration(seconds: int) -> str:
 
 
 class Scheduler:
-    def __init__(self, spool: Path, origin: Path, ordinary_slot_specs: list[dict]):
+    def __init__(self, spool: Path, origin: Path, ordinary_slot_specs: list[dict],
+                 on_job_exit: Callable[[], None] = lambda: None):
         self.spool, self.origin = spool, origin
+        self.on_job_exit = on_job_exit  # called from a waiter thread as soon as a job's process exits
         self.execute_dir = spool / "execute"
         self.checkpoint_dir = spool / "checkpoints"
         self.store = QueueStore(spool / "queue.sqlite3")
@@ -409,7 +412,7 @@ class Scheduler:
             else:
                 sandbox.mkdir(parents=True)
                 before = {}
-            running = starter.launch(ad, slot.ad, sandbox, before)
+            running = starter.launch(ad, slot.ad, sandbox, before, self.on_job_exit)
         except transfer.TransferError as error:
             shutil.rmtree(sandbox, ignore_errors=True)
             self._hold(ad, str(error), error.code, error.subcode)

@@ -10,7 +10,9 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,9 +93,10 @@ def _environment(job: classad2.ClassAd, slot: classad2.ClassAd, scratch: Path) -
 
 
 def launch(job: classad2.ClassAd, slot: classad2.ClassAd, sandbox: Path,
-           inputs_before: dict) -> RunningJob:
+           inputs_before: dict, on_exit: Callable[[], None]) -> RunningJob:
     """Start the job's process. `sandbox` is the scratch directory; it is also the cwd,
-    except without file transfer (shared filesystem), where the job runs in Iwd."""
+    except without file transfer (shared filesystem), where the job runs in Iwd.
+    `on_exit` is called (from another thread) when the process has exited."""
     iwd = Path(job["Iwd"])
     transfers = job["ShouldTransferFiles"] == "YES"
     executable = Path(job["Cmd"])
@@ -118,6 +121,18 @@ def launch(job: classad2.ClassAd, slot: classad2.ClassAd, sandbox: Path,
                                    env=_environment(job, slot, sandbox),
                                    stdin=stream(iwd / job["In"], "rb", job["In"]),
                                    stdout=stdout, stderr=stderr, start_new_session=True)
+    threading.Thread(target=_notify_on_exit, args=(process.pid, on_exit), daemon=True,
+                     name=f"wait-{process.pid}").start()
     return RunningJob(key=(job["ClusterId"], job["ProcId"]), process=process, sandbox=sandbox,
                       slot_name=slot["Name"], started=time.time(),
                       create_time=psutil.Process(process.pid).create_time(), inputs_before=inputs_before)
+
+
+def _notify_on_exit(pid: int, on_exit: Callable[[], None]):
+    """Wait for the process to exit without reaping it (WNOWAIT: the scheduler's own
+    poll collects its status), then say so."""
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    except ChildProcessError:  # already reaped by the scheduler's poll
+        pass
+    on_exit()
