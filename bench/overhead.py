@@ -1,33 +1,45 @@
-"""Orchestration overhead: a sweep of N no-op jobs through the snakemake CLI.
+"""Orchestration overhead: N no-op jobs through the snakemake CLI, and the latency of one job.
 
 Side by side in one run, on the same Snakefile, each in a fresh copy of the directory:
 - local:     `snakemake --cores P` (Snakemake's local executor);
 - htcannex:  `snakemake --executor htcannex --profile profiles/local --jobs P`, on an
              embedded pool started beforehand with P ordinary slots of 1 CPU, so both
              run P jobs at a time.
-Submit-side CPU is the snakemake process's own (for htcannex the jobs are children of the
-pool daemon, so their Snakemake start-up is not in it: on a real pool it is spent on the
-execute points). Per job (htcannex): submit -> execute in the event log (the pool's queueing), submit ->
-the no-op command running (it writes `date +%s.%N`: includes the job's own Snakemake
-start-up), terminate -> Snakemake reporting it finished; and Snakemake's own view,
-issued -> finished, for local and htcannex alike.
+
+Sweep: N independent no-op jobs; wall time and submit-side CPU (the snakemake process's
+own; for htcannex the jobs are children of the pool daemon, and on a real pool their
+cost is spent on the execute points).
+
+Latency, from a job's input being ready to its command running: a chain of L no-op jobs,
+each reading the previous one's output. Every command writes the time it ran
+(`date +%s.%N`), so a link's latency is the difference of two such clocks: the previous
+command ran (and, a no-op, ended) -> this command runs. For htcannex that is the whole
+round trip: the event log says the job ended, Snakemake sees its output, picks the next
+job, the executor submits it, the pool matches and starts it.
 """
 import statistics
 import tempfile
 from pathlib import Path
 
-import htcondor2
-
-from . import snakemake_log
 from .common import REPO, SNAKEMAKE, bench_env, header, load, run_timed, spread
 
-SNAKEFILE = """\
-# N no-op jobs; each writes when its command ran (bench/overhead.py reads it).
+SWEEP = """\
+# N no-op jobs (bench/overhead.py).
 rule all:
     input: expand("out/{{i}}.txt", i=range({n}))
 
 rule noop:
     output: "out/{{i}}.txt"
+    shell: "date +%s.%N > {{output}}"
+"""
+CHAIN = """\
+# A chain of L no-op jobs, each waiting for the previous one (bench/overhead.py).
+rule all:
+    input: "chain/{last}.txt"
+
+rule link:
+    input: lambda wildcards: [] if int(wildcards.i) == 0 else [f"chain/{{int(wildcards.i) - 1}}.txt"]
+    output: "chain/{{i}}.txt"
     shell: "date +%s.%N > {{output}}"
 """
 SLOT = {"cpus": 1, "memory_mb": 2048}
@@ -40,50 +52,50 @@ def add_arguments(parser) -> None:
     group.add_argument("--overhead-parallel", type=int, default=4, metavar="P",
                        help="--cores of the local run = --jobs and pool slots of the htcannex run (default 4, "
                             "the local profile's jobs)")
+    group.add_argument("--overhead-chain", type=int, default=30, metavar="L",
+                       help="jobs in the chain whose links give the latency (default 30)")
 
 
 def run(args) -> None:
-    n, parallel = args.overhead_jobs, args.overhead_parallel
-    header(f"overhead: {n} no-op jobs, {parallel} at a time, {args.repeat} repeats")
+    n, parallel, links = args.overhead_jobs, args.overhead_parallel, args.overhead_chain
+    header(f"overhead: {n} no-op jobs, {parallel} at a time; a chain of {links}; {args.repeat} repeats")
     variants = {"local": _local, "htcannex": _htcannex}
     walls = {name: [] for name in variants}
     cpus = {name: [] for name in variants}
-    latencies = []
+    latencies = {name: [] for name in variants}
     for repeat in range(args.repeat):
         for name, variant in variants.items():
-            with tempfile.TemporaryDirectory(prefix="htcannex-bench-") as scratch:
-                workdir = Path(scratch)
-                (workdir / "Snakefile").write_text(SNAKEFILE.format(n=n))
-                timed, latency = variant(workdir, parallel)
-                walls[name].append(timed.wall_s)
-                cpus[name].append(timed.cpu_s)
-                if latency:
-                    latencies.append(latency)
-            print(f"   repeat {repeat + 1} {name:14} {timed.wall_s:8.1f} s  ({load()})", flush=True)
-    print("   wall time, median [min-max] of repeats:")
+            timed = _in_scratch(variant, SWEEP.format(n=n), parallel)[0]
+            walls[name].append(timed.wall_s)
+            cpus[name].append(timed.cpu_s)
+            print(f"   repeat {repeat + 1} {name:9} sweep {timed.wall_s:8.1f} s  ({load()})", flush=True)
+        for name, variant in variants.items():
+            workdir_links = _in_scratch(variant, CHAIN.format(last=links - 1), parallel, _link_latencies)[1]
+            latencies[name].extend(workdir_links)
+            print(f"   repeat {repeat + 1} {name:9} chain median link {statistics.median(workdir_links) * 1000:6.0f} ms"
+                  f"  ({load()})", flush=True)
+    print(f"   sweep of {n}, wall time, median [min-max] of repeats:")
     for name, values in walls.items():
         ratio = statistics.median(values) / statistics.median(walls["local"])
-        print(f"     {name:14} {spread(values):>22} s   {ratio:6.1f}x local   "
+        print(f"     {name:9} {spread(values):>22} s   {ratio:5.2f}x local   "
               f"submit-side CPU {statistics.median(cpus[name]) / n * 1000:.0f} ms/job")
-    for key, label in _LATENCY_LABELS.items():
-        values = [latency[key] for latency in latencies if latency.get(key) is not None]
-        if values:
-            print(f"   {label}: median {statistics.median(values):.2f} s (median of per-repeat medians)")
+    print(f"   latency, previous job's command ran -> this job's command runs ({links - 1} links x "
+          f"{args.repeat} repeats), ms:")
+    for name, values in latencies.items():
+        print(f"     {name:9} median {statistics.median(values) * 1000:6.0f}   "
+              f"p90 {_percentile(values, 0.9) * 1000:6.0f}   max {max(values) * 1000:6.0f}")
 
 
-_LATENCY_LABELS = {
-    "pool_queue_s": "htcannex submit -> execute event (event log, 1 s resolution)",
-    "command_start_s": "htcannex submit event -> no-op command running (its own Snakemake started)",
-    "report_s": "htcannex terminate event -> Snakemake reports finished (1 s resolution)",
-    "snakemake_view_s": "htcannex issued -> finished, Snakemake's log (1 s resolution)",
-    "local_view_s": "local issued -> finished, Snakemake's log (1 s resolution)",
-}
+def _in_scratch(variant, snakefile: str, parallel: int, measure=None):
+    with tempfile.TemporaryDirectory(prefix="htcannex-bench-") as scratch:
+        workdir = Path(scratch)
+        (workdir / "Snakefile").write_text(snakefile)
+        timed = variant(workdir, parallel)
+        return timed, measure(workdir) if measure else None
 
 
 def _local(workdir: Path, parallel: int):
-    timed = run_timed([SNAKEMAKE, "--cores", str(parallel)], workdir, bench_env())
-    jobs = snakemake_log.parse(timed.output)
-    return timed, {"local_view_s": _median_finish(jobs)}
+    return run_timed([SNAKEMAKE, "--cores", str(parallel)], workdir, bench_env())
 
 
 def _htcannex(workdir: Path, parallel: int):
@@ -93,39 +105,20 @@ def _htcannex(workdir: Path, parallel: int):
     pool = Pool(workdir / "pool", slots=[SLOT] * parallel)
     pool.ensure_running()
     try:
-        timed = run_timed(
+        return run_timed(
             [SNAKEMAKE, "--executor", "htcannex", "--profile", str(REPO / "profiles" / "local"),
              "--jobs", str(parallel), "--htcannex-pool-dir", str(pool.spool_dir)],
             workdir, bench_env(),
         )
     finally:
         pool.stop()
-    return timed, _job_latencies(workdir, snakemake_log.parse(timed.output))
 
 
-def _median_finish(jobs) -> float:
-    return statistics.median(job.finished - job.issued for job in jobs.values()
-                             if job.rule == "noop" and job.finished is not None)
+def _link_latencies(workdir: Path) -> list[float]:
+    ran = sorted(float(path.read_text()) for path in (workdir / "chain").iterdir())
+    return [later - earlier for earlier, later in zip(ran, ran[1:])]
 
 
-def _job_latencies(workdir: Path, jobs) -> dict:
-    """Medians over the no-op jobs of one htcannex run."""
-    events = {}
-    for event in htcondor2.JobEventLog(str(workdir / ".htcannex" / "jobs.log")).events(stop_after=0):
-        events.setdefault(f"{event.cluster}.{event.proc}", {})[event.type] = event.timestamp
-    queue, start, report = [], [], []
-    for job in jobs.values():
-        if job.rule != "noop" or job.condor_id not in events:
-            continue
-        times = events[job.condor_id]
-        submitted = times[htcondor2.JobEventType.SUBMIT]
-        queue.append(times[htcondor2.JobEventType.EXECUTE] - submitted)
-        start.append(float((workdir / job.output).read_text()) - submitted)
-        if job.finished is not None:
-            report.append(job.finished - times[htcondor2.JobEventType.JOB_TERMINATED])
-    return {
-        "pool_queue_s": statistics.median(queue),
-        "command_start_s": statistics.median(start),
-        "report_s": statistics.median(report),
-        "snakemake_view_s": _median_finish(jobs),
-    }
+def _percentile(values, fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[round(fraction * (len(ordered) - 1))]
