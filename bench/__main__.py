@@ -6,13 +6,14 @@ docs/benchmarks.md records the results and what each goal measures.
 import argparse
 import time
 
-from . import chunking, overhead, scale, tracking_cost
+from . import chunking, chunking_e2e, overhead, scale, tracking_cost
 
 BENCHMARKS = {
     "overhead": overhead,
     "tracking": tracking_cost,
     "scale": scale,
     "chunking": chunking,
+    "chunking-e2e": chunking_e2e,
 }
 
 
