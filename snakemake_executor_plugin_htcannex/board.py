@@ -15,6 +15,16 @@ Epoch times are a chunk's wall time (its last execution, start to finish)
 divided by epochs_per_job; the board says so (`epoch_time_source`). Training
 checkpoints carry per-epoch wall times too, but reading them needs the
 workflow's own code, which this operator tool does not import.
+
+A chunk's epochs count from its rule's first chunk: workflows number chunks
+from 0 (the rotation's examples) or from 1 (protein_lm), so the first chunk is
+the lowest one of the rule in the event log (a chain submits it before the
+others) unless the caller says (`first_chunk`).
+
+A row counts the submissions of the chunk's latest Snakemake run only: one
+working directory keeps one event log across runs (successive `make demo`s),
+and Snakemake numbers attempts from 1 again in every run, so the latest
+attempt-1 job starts the count.
 """
 import json
 import time
@@ -41,7 +51,7 @@ class ChunkRow:
     run: Optional[str]
     chunk: Optional[int]
     job: str  # the latest HTCondor job for this chunk
-    jobs: int  # how many were submitted for it (retries, resubmissions)
+    jobs: int  # how many were submitted for it in its latest Snakemake run (attempts)
     site: Optional[str]
     annex: Optional[str]  # where it runs or last ran
     state: str
@@ -72,6 +82,7 @@ class Board:
     sites: list = field(default_factory=list)
     annexes: list = field(default_factory=list)  # the annexes that are up (collector)
     epoch_time_source: str = ""
+    first_chunks: dict = field(default_factory=dict)  # rule -> the chunk that trains epoch 1
     generated_at: float = 0.0
 
     def to_json(self) -> str:
@@ -82,11 +93,13 @@ class BoardSource:
     """Keeps the event log open between refreshes so each one reads only new events."""
 
     def __init__(self, workdir: Path, schedd, collector=None, run_wildcard: str = "run",
-                 chunk_wildcard: str = "chunk", epochs_per_job: Optional[int] = None):
+                 chunk_wildcard: str = "chunk", epochs_per_job: Optional[int] = None,
+                 first_chunk: Optional[int] = None):
         self.tracker = EventLogTracker(Path(workdir) / ".htcannex" / "jobs.log")
         self.schedd, self.collector = schedd, collector
         self.run_wildcard, self.chunk_wildcard = run_wildcard, chunk_wildcard
         self.epochs_per_job = epochs_per_job
+        self.first_chunk = first_chunk  # None: the lowest chunk of each rule in the event log
         self._ads: dict = {}  # job id -> what the executor recorded; finished jobs' ads never change
 
     def close(self) -> None:
@@ -96,9 +109,12 @@ class BoardSource:
         now = time.time() if now is None else now
         self.tracker.poll()
         self._refresh_ads()
-        rows = self._rows(now)
+        chunks = self._chunks()
+        first_chunks = self._first_chunks(chunks)
+        rows = [self._row(key, jobs, first_chunks.get(key[0]), now) for key, jobs in chunks.items()]
+        rows.sort(key=lambda row: (row.rule, _run_order(row.run), row.chunk if row.chunk is not None else -1))
         return Board(rows=rows, sites=self._profile(rows), annexes=self._annexes(now),
-                     epoch_time_source=self._source(), generated_at=now)
+                     epoch_time_source=self._source(), first_chunks=first_chunks, generated_at=now)
 
     def _annexes(self, now: float) -> list:
         if self.collector is None:
@@ -125,27 +141,35 @@ class BoardSource:
             if job in self.tracker.jobs:
                 self._ads[job] = ad
 
-    def _rows(self, now: float) -> list:
-        latest: dict = {}
-        counts: dict = {}
+    def _chunks(self) -> dict:
+        """(rule, run, chunk) -> its jobs of its latest Snakemake run, (record, ad), oldest first."""
+        jobs: dict = {}
         for job, record in self.tracker.jobs.items():
             ad = self._ads.get(job)
             if ad is None:
                 continue  # not an htcannex job, or its ad is gone
             wildcards = json.loads(ad.get("HtcannexWildcards", "{}"))
             key = (ad["HtcannexRule"], wildcards.get(self.run_wildcard), wildcards.get(self.chunk_wildcard))
-            counts[key] = counts.get(key, 0) + 1
-            if key not in latest or record.submitted_at >= latest[key][0].submitted_at:
-                latest[key] = (record, ad)
-        rows = [self._row(key, record, ad, counts[key], now) for key, (record, ad) in latest.items()]
-        return sorted(rows, key=lambda row: (row.rule, _run_order(row.run), row.chunk if row.chunk is not None else -1))
+            jobs.setdefault(key, []).append((record, ad))
+        return {key: _latest_snakemake_run(submitted) for key, submitted in jobs.items()}
 
-    def _row(self, key, record: JobRecord, ad, jobs: int, now: float) -> ChunkRow:
+    def _first_chunks(self, chunks: dict) -> dict:
+        """rule -> the chunk number that trains epoch 1."""
+        first: dict = {}
+        for rule, _, chunk in chunks:
+            number = _chunk_number(chunk)
+            if number is not None:
+                first[rule] = min(number, first.get(rule, number))
+        return first if self.first_chunk is None else {rule: self.first_chunk for rule in first}
+
+    def _row(self, key, jobs: list, first_chunk: Optional[int], now: float) -> ChunkRow:
         rule, run, chunk = key
-        chunk = int(chunk) if chunk is not None and str(chunk).isdecimal() else None
+        record, ad = jobs[-1]
+        chunk = _chunk_number(chunk)
         epochs = None
         if chunk is not None and self.epochs_per_job:
-            epochs = f"{chunk * self.epochs_per_job + 1}-{(chunk + 1) * self.epochs_per_job}"
+            done_before = (chunk - first_chunk) * self.epochs_per_job
+            epochs = f"{done_before + 1}-{done_before + self.epochs_per_job}"
         if record.phase is JobPhase.RUNNING:
             seconds = now - record.started_at
         elif record.phase.finished:
@@ -154,7 +178,7 @@ class BoardSource:
         else:
             seconds = now - record.submitted_at
         annex = record.annex or ad.get("TargetAnnexName")
-        return ChunkRow(rule=rule, run=run, chunk=chunk, job=record.job_id, jobs=jobs, site=ad.get("HtcannexSite"),
+        return ChunkRow(rule=rule, run=run, chunk=chunk, job=record.job_id, jobs=len(jobs), site=ad.get("HtcannexSite"),
                         annex=annex, state=STATE_WORDS[record.phase], epochs=epochs, seconds=seconds,
                         hold_reason=redact(record.hold_reason) if record.hold_reason else None)
 
@@ -182,6 +206,9 @@ def render(board: Board) -> str:
         table.append([row.rule, row.run or "-", "-" if row.chunk is None else str(row.chunk), row.epochs or "-",
                       row.site or "-", row.state, _duration(row.seconds), row.job, note.strip()[:60]])
     lines = _columns(table)
+    if any(row.epochs for row in board.rows):
+        lines.append("EPOCHS count from each rule's first chunk: " + ", ".join(
+            f"{rule} {chunk}" for rule, chunk in sorted(board.first_chunks.items())) + " (--first-chunk to set)")
     lines += ["", "per-site epoch time (" + board.epoch_time_source + ")"]
     profile = [["SITE", "CHUNKS DONE", "MEAN CHUNK", "MEAN EPOCH"]] + [
         [site.site, str(site.chunks_done), _duration(site.mean_chunk_s), _duration(site.mean_epoch_s)]
@@ -205,6 +232,18 @@ def _duration(seconds: Optional[float]) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, seconds = divmod(rest, 60)
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
+
+
+def _latest_snakemake_run(submitted: list) -> list:
+    """The jobs from the latest attempt-1 job on: Snakemake counts attempts from 1 in every run."""
+    # Cluster ids grow with every submit; the event log's times have 1 s steps.
+    submitted = sorted(submitted, key=lambda pair: (pair[1]["ClusterId"], pair[1]["ProcId"]))
+    starts = [index for index, (_, ad) in enumerate(submitted) if ad.get("HtcannexAttempt") == 1]
+    return submitted[starts[-1]:] if starts else submitted
+
+
+def _chunk_number(chunk) -> Optional[int]:
+    return int(chunk) if chunk is not None and str(chunk).isdecimal() else None
 
 
 def _run_order(run: Optional[str]) -> tuple:

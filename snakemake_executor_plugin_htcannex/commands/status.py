@@ -36,6 +36,7 @@ def status(args) -> int:
         run_wildcard=rotation.run_wildcard if rotation else "run",
         chunk_wildcard=rotation.chunk_wildcard if rotation else "chunk",
         epochs_per_job=args.epochs_per_job or epochs_per_job_from_config(workdir / "config" / "config.yaml"),
+        first_chunk=args.first_chunk,
     )
     try:
         while True:
@@ -59,5 +60,8 @@ def register(nouns) -> None:
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes (default: 2)")
     parser.add_argument("--epochs-per-job", type=int,
                         help="epochs each chunk trains (default: epochs_per_job in config/config.yaml)")
+    parser.add_argument("--first-chunk", type=int,
+                        help="the chunk number that trains epoch 1 (default: each rule's lowest chunk in the "
+                             "event log; protein_lm numbers chunks from 1)")
     add_pool_options(parser)
     parser.set_defaults(func=reporting_usage_errors("status", status))

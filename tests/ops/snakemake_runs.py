@@ -1,8 +1,13 @@
-"""Running snakemake on the faults workflow (tests/ops/workflows/faults) and reading its event log."""
+"""Running snakemake on the faults workflow (tests/ops/workflows/faults), reading its event log and
+its status board."""
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 import htcondor2
+
+HTCANNEX = Path(sys.executable).parent / "htcannex"
 
 
 def snakemake_argv(workdir: Path, *targets: str, extra=()) -> list[str]:
@@ -27,3 +32,17 @@ def annexes_by_job(workdir: Path) -> dict:
         if kind == htcondor2.JobEventType.EXECUTE:
             ran.setdefault(job, []).append(event["ExecuteProps"]["AnnexName"] if "ExecuteProps" in event else None)
     return ran
+
+
+def status(workdir: Path, pool, *extra, **kwargs):
+    """`htcannex status` on the run in `workdir`."""
+    return subprocess.run([str(HTCANNEX), "status", "--directory", str(workdir), "--pool-dir", str(pool.spool_dir),
+                           "--htcannex-config", str(workdir / "htcannex.yaml"), *extra],
+                          capture_output=True, text=True, timeout=60, **kwargs)
+
+
+def board(workdir: Path, pool) -> dict:
+    """The status board as JSON, with 4 epochs per chunk."""
+    result = status(workdir, pool, "--json", "--epochs-per-job", "4")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)

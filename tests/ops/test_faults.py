@@ -13,7 +13,7 @@ import time
 import htcondor2
 import pytest
 
-from .snakemake_runs import annexes_by_job, events, run_snakemake, snakemake_argv
+from .snakemake_runs import annexes_by_job, board, events, run_snakemake, snakemake_argv
 
 pytestmark = pytest.mark.slow
 
@@ -97,6 +97,8 @@ def test_memory_overuse_hold_is_reported_and_retried_with_more_memory(workdir, u
     first, second = sorted(ad["RequestMemory"] for ad in submissions(embedded_pool, "hog"))
     assert second - first == 1500 - 250  # attempt 2's mem_mb (the executor adds the same overhead to both)
     assert "used more memory than it requested" in result.stderr
+    [row] = board(workdir, embedded_pool)["rows"]
+    assert (row["rule"], row["jobs"]) == ("hog", 2)  # a retry in the same Snakemake run is a resubmission
     held = [event for kind, _, event in events(workdir) if kind == htcondor2.JobEventType.JOB_HELD]
     assert [event["HoldReasonCode"] for event in held] == [34]
 

@@ -2,28 +2,13 @@
 import json
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from .snakemake_runs import snakemake_argv
+from .snakemake_runs import HTCANNEX, board, run_snakemake, snakemake_argv, status
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
-HTCANNEX = Path(sys.executable).parent / "htcannex"
-
-
-def status(workdir, pool, *extra, **kwargs):
-    return subprocess.run([str(HTCANNEX), "status", "--directory", str(workdir), "--pool-dir", str(pool.spool_dir),
-                           "--htcannex-config", str(workdir / "htcannex.yaml"), *extra],
-                          capture_output=True, text=True, timeout=60, **kwargs)
-
-
-def board(workdir, pool):
-    result = status(workdir, pool, "--json", "--epochs-per-job", "4")
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def rows_once_started(workdir, pool):
@@ -81,3 +66,26 @@ def test_status_outside_a_run_directory_says_where_to_run_it(tmp_path, embedded_
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 2
     assert "has no .htcannex directory" in result.stderr and "--directory" in result.stderr
+
+
+@pytest.mark.slow
+def test_board_counts_epochs_from_the_first_chunk_and_submissions_of_the_latest_run_only(
+        workdir, user_env, embedded_pool):
+    # Chunks numbered from 1, as protein_lm does; a second Snakemake run in the same directory
+    # (one event log) redoes chunk 1, as a second `make demo` does.
+    first = run_snakemake(workdir, user_env, "run0-chunk1.txt", "run0-chunk2.txt")
+    assert first.returncode == 0, first.stderr[-3000:]
+    (workdir / "run0-chunk1.txt").unlink()
+    second = run_snakemake(workdir, user_env, "run0-chunk1.txt")
+    assert second.returncode == 0, second.stderr[-3000:]
+
+    final = board(workdir, embedded_pool)
+    assert [(row["chunk"], row["epochs"], row["jobs"]) for row in final["rows"]] == [(1, "1-4", 1), (2, "5-8", 1)]
+    assert final["first_chunks"] == {"chunk": 1}
+    text = status(workdir, embedded_pool, "--once", "--epochs-per-job", "4").stdout
+    assert "EPOCHS count from each rule's first chunk: chunk 1" in text
+    assert "submissions" not in text  # the second run submitted chunk 1 once: no resubmission to note
+
+    # A workflow whose chunks start elsewhere says so.
+    numbered_from_0 = status(workdir, embedded_pool, "--json", "--epochs-per-job", "4", "--first-chunk", "0")
+    assert [row["epochs"] for row in json.loads(numbered_from_0.stdout)["rows"]] == ["5-8", "9-12"]
