@@ -53,6 +53,7 @@ class Executor(RemoteExecutor):
     def __post_init__(self):
         self._runtime = _Runtime.open(self.workflow.executor_settings, self.workflow)
         self._left_in_queue = recovery.QueuedJobs(self._runtime.connection.schedd)
+        self._finished_while_down = recovery.FinishedJobs(self._runtime.connection.schedd, self._marked_job_ids)
         if self._runtime.withheld_secrets:
             self.logger.warning(secrets.withheld_warning(self._runtime.withheld_secrets))
         self._print_plan()
@@ -121,7 +122,7 @@ class Executor(RemoteExecutor):
         signature = job_signature(spec.rule, spec.outputs, runtime.submit_options.workdir)
         ad, surplus = self._left_in_queue.take(signature)
         if ad is None:
-            return False
+            return self._adopt_finished(job, signature)
         if surplus:
             self._remove(surplus, f"duplicate of HTCondor job {recovery.job_id(ad)}")
         site = runtime.config.sites.get(ad.get("HtcannexSite"))
@@ -130,6 +131,28 @@ class Executor(RemoteExecutor):
                          "before Snakemake restarted and is still queued, so it is not submitted again")
         self._track(job, recovery.job_id(ad), site, held_for_annex, stderr=ad.get("Err"))
         return True
+
+    def _adopt_finished(self, job: JobExecutorInterface, signature: str) -> bool:
+        """Report as done the job an earlier (killed) Snakemake submitted that completed while it was
+        down, when its outputs are here; False when there is none."""
+        # Snakemake's own incomplete marker names the submission (the persistence API that
+        # dag.incomplete_external_jobid reads; that one says None under --rerun-incomplete, the
+        # only way Snakemake runs a job whose outputs are marked incomplete).
+        ad = self._finished_while_down.completed(self.workflow.persistence.external_jobids(job), signature)
+        local_products = [product for product in _products(job) if not product.is_storage]
+        if ad is None or not all(os.path.exists(product) for product in local_products):
+            return False
+        # Its storage (osdf://) outputs went up before it completed: a failed upload holds the job.
+        self.logger.info(f"Adopted HTCondor job {recovery.job_id(ad)} for job {job.jobid}: it completed (exit code 0) "
+                         "while Snakemake was down and its outputs are here, so it is not submitted again")
+        # Not tracked: nothing is left to wait for (Snakemake checks the outputs and clears its marker).
+        self.report_job_success(SubmittedJobInfo(job, external_jobid=recovery.job_id(ad)))
+        return True
+
+    def _marked_job_ids(self) -> list:
+        """The HTCondor job ids Snakemake's incomplete markers hold for the jobs this run needs."""
+        persistence = self.workflow.persistence
+        return [job_id for job in self.workflow.dag.needrun_jobs() for job_id in persistence.external_jobids(job)]
 
     async def check_active_jobs(
         self, active_jobs: list[SubmittedJobInfo]

@@ -4,7 +4,11 @@
   (the schedd, or the embedded pool's daemon, outlives it). `QueuedJobs` finds
   the job submitted earlier for the same outputs, by the `MY.HtcannexSignature`
   that description.py puts in every job ad, so the executor tracks that job
-  instead of submitting a duplicate.
+  instead of submitting a duplicate. A job that *completed* while Snakemake was
+  down has left the queue: `FinishedJobs` finds it in the schedd's history, by
+  the HTCondor job id Snakemake's incomplete marker names (Snakemake writes the
+  marker with the id when the job is submitted and clears it when it sees the
+  job end), so the executor reports it done instead of running it again.
 - An annex that never comes up, that expired under a running chunk, or that
   came up with slots too small for the job (`stuck_on_annex`): the job waits
   idle (or held) for nothing. `next_site` picks the
@@ -17,11 +21,11 @@
   script that wrote its code to CHECKPOINT_EXIT_MARKER makes the job exit with it.
 """
 import json
-from typing import Optional
+from typing import Callable, Iterable, Optional
 
 import classad2
 
-from .diagnose import HELD, IDLE, RUNNING, analyse_slot, catalogue_slot_ad, live_slots
+from .diagnose import COMPLETED, HELD, IDLE, RUNNING, analyse_slot, catalogue_slot_ad, live_slots
 from .rotation import Rotation
 from .sites import Site
 
@@ -29,6 +33,7 @@ from .sites import Site
 CHECKPOINT_EXIT_MARKER = ".htcannex-checkpoint-exit"
 QUEUED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "HtcannexSignature", "HtcannexSite", "HoldReasonCode",
                      "QDate", "Err"]
+FINISHED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "ExitCode", "HtcannexSignature", "HtcannexSite"]
 # Which of several queued copies of one job to keep: the one furthest along.
 PREFERENCE = {RUNNING: 0, IDLE: 1, HELD: 2}
 
@@ -71,6 +76,45 @@ class QueuedJobs:
             return None, []
         ads.sort(key=lambda ad: (PREFERENCE[ad["JobStatus"]], -ad.get("QDate", 0)))
         return ads[0], [job_id(ad) for ad in ads[1:]]
+
+
+class FinishedJobs:
+    """The jobs an earlier (killed) Snakemake submitted and never saw end, as the schedd's history has them.
+
+    Snakemake's incomplete markers name them (`marked_ids`: every HTCondor job id the markers of this
+    run's jobs hold). They are read with one history query, the first time a job has a marker, limited
+    to those clusters; `match` stops a real schedd's scan of its (long) history once all are found.
+    A run that follows a clean one has no markers and makes no query.
+    """
+
+    def __init__(self, schedd, marked_ids: Callable[[], Iterable[str]]):
+        self.schedd = schedd
+        self._marked_ids = marked_ids
+        self._by_id: Optional[dict] = None
+
+    def completed(self, marked: Iterable[str], signature: str) -> Optional[classad2.ClassAd]:
+        """The job that Snakemake's marker for one job names, if it is this job (its signature) and it
+        completed with exit code 0; None otherwise (not finished yet, failed, removed, unknown here,
+        or markers naming several submissions, which Snakemake itself refuses to resume)."""
+        marked = set(marked)
+        if len(marked) != 1:
+            return None
+        if self._by_id is None:
+            self._by_id = self._read()
+        ad = self._by_id.get(marked.pop())
+        if ad is None or ad.get("HtcannexSignature") != signature:
+            return None
+        return ad if ad["JobStatus"] == COMPLETED and ad.get("ExitCode") == 0 else None
+
+    def _read(self) -> dict:
+        # A marker may hold another executor's id (a run begun with --executor slurm).
+        ids = {job for job in self._marked_ids() if all(part.isdecimal() for part in job.split(".", 1))}
+        if not ids:
+            return {}
+        clusters = ", ".join(sorted({job.split(".")[0] for job in ids}, key=int))
+        ads = self.schedd.history(f"HtcannexSignature isnt undefined && member(ClusterId, {{{clusters}}})",
+                                  FINISHED_PROJECTION, match=len(ids))
+        return {job_id(ad): ad for ad in ads if job_id(ad) in ids}
 
 
 def next_site(rotation: Rotation, sites: dict, rule: str, wildcards: dict, attempt: int,

@@ -115,20 +115,52 @@ def test_failed_input_transfer_is_released_and_the_job_finishes(workdir, user_en
     assert "after a transient hold" in result.stderr
 
 
-def test_restarted_snakemake_adopts_the_running_job_instead_of_resubmitting(workdir, user_env, embedded_pool):
-    target = "run0-chunk0.txt"  # its job must still be running when Snakemake is back
-    first = subprocess.Popen(snakemake_argv(workdir, target, extra=["--config", "sleep=15"]), cwd=workdir,
-                             env=user_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+def kill_snakemake_once_the_chunk_runs(workdir, env, pool, target, options):
+    """Start snakemake for `target`, kill -9 it once the chunk's job runs, and unlock the directory."""
+    first = subprocess.Popen(snakemake_argv(workdir, target, extra=options), cwd=workdir, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        wait_until(lambda: running_job(embedded_pool, "chunk"), what="the chunk to start")
+        wait_until(lambda: running_job(pool, "chunk"), what="the chunk to start")
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # as when the login node reboots
         first.wait()
-    unlocked = run_snakemake(workdir, user_env, target, extra=["--unlock"])
+    unlocked = run_snakemake(workdir, env, target, extra=["--unlock"])
     assert unlocked.returncode == 0, unlocked.stderr[-2000:]
+
+
+def test_restarted_snakemake_adopts_the_running_job_instead_of_resubmitting(workdir, user_env, embedded_pool):
+    target = "run0-chunk0.txt"  # its job must still be running when Snakemake is back
+    kill_snakemake_once_the_chunk_runs(workdir, user_env, embedded_pool, target, ["--config", "sleep=15"])
     result = run_snakemake(workdir, user_env, target, extra=["--config", "sleep=15"])
     assert result.returncode == 0, result.stderr[-4000:]
     assert (workdir / target).read_text() == "run 0 chunk 0\n"
     [job] = submissions(embedded_pool, "chunk")
     assert f"Adopted HTCondor job {job['ClusterId']}.{job['ProcId']}" in result.stderr
+
+
+@pytest.mark.parametrize("exit_code", [0, 3])
+def test_restarted_snakemake_adopts_a_job_that_completed_while_it_was_down(workdir, user_env, embedded_pool,
+                                                                           exit_code):
+    target = "run0-chunk0.txt"
+    options = ["--config", "sleep=3", f"exit_code={exit_code}"]
+    kill_snakemake_once_the_chunk_runs(workdir, user_env, embedded_pool, target, options)
+    wait_until(lambda: embedded_pool.schedd().history('HtcannexRule == "chunk"', ["ClusterId"]),
+               what="the chunk to finish")
+    if exit_code == 0:
+        # Its output came back while Snakemake was down: Snakemake stops at its incomplete marker.
+        stopped = run_snakemake(workdir, user_env, target, extra=options)
+        assert stopped.returncode != 0 and "--rerun-incomplete" in stopped.stderr
+    result = run_snakemake(workdir, user_env, target, extra=[*options[:2], "exit_code=0", "--rerun-incomplete"])
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (workdir / target).read_text() == "run 0 chunk 0\n"
+    first, *again = submissions(embedded_pool, "chunk")
+    adopted = f"Adopted HTCondor job {first['ClusterId']}.{first['ProcId']} for job"
+    if exit_code == 0:
+        assert not again, "the job that completed while Snakemake was down ran again"
+        assert adopted in result.stderr and "completed (exit code 0) while Snakemake was down" in result.stderr
+        # A run that asks for the job again (--forcerun) runs it: only a job Snakemake never saw end is adopted.
+        forced = run_snakemake(workdir, user_env, target, extra=[*options, "--forcerun", target])
+        assert forced.returncode == 0 and "Adopted" not in forced.stderr, forced.stderr[-4000:]
+        assert len(submissions(embedded_pool, "chunk")) == 2
+    else:
+        assert len(again) == 1 and adopted not in result.stderr  # a failed job is run again

@@ -36,3 +36,42 @@ def test_next_site_skips_sites_whose_slots_cannot_run_the_job():
     assert recovery.next_site(catalogue.rotation, catalogue.sites, "chunk", wildcards, 1, {"a", "b", "c"}, job) is None
     job["RequestMemory"] = 4096  # more than any site's 2 GB slot
     assert recovery.next_site(catalogue.rotation, catalogue.sites, "chunk", wildcards, 1, {"a"}, job) is None
+
+
+class RecordingSchedd:
+    """A schedd whose history holds `ads`; it records every history query."""
+
+    def __init__(self, ads):
+        self.ads, self.queries = ads, []
+
+    def history(self, constraint, projection, match=-1):
+        self.queries.append((constraint, match))
+        selected = [ad for ad in self.ads if classad2.ExprTree(constraint).eval(ad)]
+        return selected[:match] if match >= 0 else selected
+
+
+def finished(cluster, signature, exit_code=0, status=4):
+    return classad2.ClassAd({"ClusterId": cluster, "ProcId": 0, "JobStatus": status, "ExitCode": exit_code,
+                             "HtcannexSignature": signature})
+
+
+def test_finished_jobs_adopts_only_the_marked_job_that_completed_with_exit_code_0():
+    schedd = RecordingSchedd([finished(1, "s1"), finished(2, "s2", exit_code=1), finished(3, "s3", status=3),
+                              finished(4, "s4"), finished(9, "s9")])
+    jobs = recovery.FinishedJobs(schedd, lambda: ["1.0", "2.0", "3.0", "4.0", "5.0", "slurm-77"])
+    assert recovery.job_id(jobs.completed(["1.0"], "s1")) == "1.0"
+    assert jobs.completed(["2.0"], "s2") is None  # failed
+    assert jobs.completed(["3.0"], "s3") is None  # removed
+    assert jobs.completed(["4.0"], "another job's signature") is None  # e.g. a marker from another pool
+    assert jobs.completed(["5.0"], "s5") is None  # not in the history (still queued, or rotated away)
+    assert jobs.completed(["1.0", "4.0"], "s1") is None  # several submissions: Snakemake cannot resume either
+    assert jobs.completed([], "s9") is None  # no marker: Snakemake saw it end (a --forcerun reruns it)
+    # One query for the whole run, only for the marked clusters, stopping once they are found.
+    assert schedd.queries == [("HtcannexSignature isnt undefined && member(ClusterId, {1, 2, 3, 4, 5})", 5)]
+
+
+def test_finished_jobs_asks_nothing_when_no_job_is_marked():
+    schedd = RecordingSchedd([finished(1, "s1")])
+    jobs = recovery.FinishedJobs(schedd, lambda: [])
+    assert jobs.completed(["1.0"], "s1") is None
+    assert schedd.queries == []
