@@ -24,7 +24,7 @@ from . import direct_shell, osdf_transfer, recovery, secrets
 from . import schedd as schedd_seam
 from .annex import AnnexLedger, AnnexManager, AnnexState, EmbeddedBackend, HtcondorCliBackend
 from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit, job_signature
-from .rotation import RotationError, render_plan
+from .rotation import RotationError, plan_report
 from .sites import Catalogue, HtcannexConfigError, SiteRefusal, load_catalogue
 from .tracking import HOLD_SUBMITTED_ON_HOLD, EventLogTracker, HoldPolicy, JobPhase
 from .units import UnitError, parse_duration_s
@@ -340,11 +340,11 @@ class Executor(RemoteExecutor):
         config = self._runtime.config
         jobs = [(job.name, _wildcards_of(job)) for job in self.workflow.dag.needrun_jobs() if not job.is_group()]
         try:
-            placements = config.rotation.plan(jobs)
+            plan = plan_report(config.rotation, jobs)
         except RotationError as error:
             raise WorkflowError(str(error)) from error
-        if placements:
-            self.logger.info("htcannex plan (run x chunk -> site):\n" + render_plan(config.rotation, placements))
+        if plan:
+            self.logger.info(plan)
 
 
 def _wildcards_of(job: JobExecutorInterface) -> dict:

@@ -47,12 +47,13 @@ def _copy(source: Path, destination: Path):
         shutil.copy2(source, destination)
 
 
-def _failure(job, direction: str, name: str, why: str) -> TransferError:
-    """A transfer failure worded as HTCondor's shadow words it; direction: input | output."""
+def _failure(job, direction: str, name: str, why: str, errno: int = 2) -> TransferError:
+    """A transfer failure worded as HTCondor's shadow words it; direction: input | output.
+    The hold's subcode is the errno (HTCondor's own failures mostly ENOENT, 2)."""
     code, action = ((HOLD_TRANSFER_INPUT_FAILED, "receiving files from") if direction == "input"
                     else (HOLD_TRANSFER_OUTPUT_FAILED, "sending files to"))
     return TransferError(
-        code, 2, f"Transfer {direction} files failure at execution point while {action} the access point. "
+        code, errno, f"Transfer {direction} files failure at execution point while {action} the access point. "
                  f"Details: reading from file {name}: {why} (job {job['ClusterId']}.{job['ProcId']})")
 
 
@@ -139,8 +140,8 @@ def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, 
             raise _failure(job, "output", str(source), str(error)) from None
         if destination.exists() and origin.resolve() in destination.parents:
             existing = destination.relative_to(origin.resolve())
-            raise _failure(job, "output", str(source), f"the OSDF object {existing} already exists, "
-                           "and OSDF objects are immutable: write a new name")
+            raise _failure(job, "output", str(source), f"(errno 17) the OSDF object {existing} already exists, "
+                           "and OSDF objects are immutable: write a new name", errno=17)
         try:
             _copy(source, destination)
         except OSError as error:
