@@ -138,9 +138,10 @@ def test_restarted_snakemake_adopts_the_running_job_instead_of_resubmitting(work
     assert f"Adopted HTCondor job {job['ClusterId']}.{job['ProcId']}" in result.stderr
 
 
-@pytest.mark.parametrize("exit_code", [0, 3])
+@pytest.mark.parametrize("exit_code, output_deleted", [(0, False), (3, False), (0, True)],
+                         ids=["completed", "failed", "output-deleted"])
 def test_restarted_snakemake_adopts_a_job_that_completed_while_it_was_down(workdir, user_env, embedded_pool,
-                                                                           exit_code):
+                                                                           exit_code, output_deleted):
     target = "run0-chunk0.txt"
     options = ["--config", "sleep=3", f"exit_code={exit_code}"]
     kill_snakemake_once_the_chunk_runs(workdir, user_env, embedded_pool, target, options)
@@ -150,17 +151,19 @@ def test_restarted_snakemake_adopts_a_job_that_completed_while_it_was_down(workd
         # Its output came back while Snakemake was down: Snakemake stops at its incomplete marker.
         stopped = run_snakemake(workdir, user_env, target, extra=options)
         assert stopped.returncode != 0 and "--rerun-incomplete" in stopped.stderr
+    if output_deleted:
+        (workdir / target).unlink()
     result = run_snakemake(workdir, user_env, target, extra=[*options[:2], "exit_code=0", "--rerun-incomplete"])
     assert result.returncode == 0, result.stderr[-4000:]
     assert (workdir / target).read_text() == "run 0 chunk 0\n"
     first, *again = submissions(embedded_pool, "chunk")
     adopted = f"Adopted HTCondor job {first['ClusterId']}.{first['ProcId']} for job"
-    if exit_code == 0:
-        assert not again, "the job that completed while Snakemake was down ran again"
-        assert adopted in result.stderr and "completed (exit code 0) while Snakemake was down" in result.stderr
-        # A run that asks for the job again (--forcerun) runs it: only a job Snakemake never saw end is adopted.
-        forced = run_snakemake(workdir, user_env, target, extra=[*options, "--forcerun", target])
-        assert forced.returncode == 0 and "Adopted" not in forced.stderr, forced.stderr[-4000:]
-        assert len(submissions(embedded_pool, "chunk")) == 2
-    else:
-        assert len(again) == 1 and adopted not in result.stderr  # a failed job is run again
+    if exit_code != 0 or output_deleted:
+        assert len(again) == 1 and adopted not in result.stderr  # run again
+        return
+    assert not again, "the job that completed while Snakemake was down ran again"
+    assert adopted in result.stderr and "completed (exit code 0) while Snakemake was down" in result.stderr
+    # A run that asks for the job again (--forcerun) runs it: only a job Snakemake never saw end is adopted.
+    forced = run_snakemake(workdir, user_env, target, extra=[*options, "--forcerun", target])
+    assert forced.returncode == 0 and "Adopted" not in forced.stderr, forced.stderr[-4000:]
+    assert len(submissions(embedded_pool, "chunk")) == 2
