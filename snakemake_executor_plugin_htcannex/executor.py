@@ -139,8 +139,7 @@ class Executor(RemoteExecutor):
         # dag.incomplete_external_jobid reads; that one says None under --rerun-incomplete, the
         # only way Snakemake runs a job whose outputs are marked incomplete).
         ad = self._finished_while_down.completed(self.workflow.persistence.external_jobids(job), signature)
-        local_products = [product for product in _products(job) if not product.is_storage]
-        if ad is None or not all(os.path.exists(product) for product in local_products):
+        if ad is None or not all(os.path.exists(product) for product in _products(job) if not product.is_storage):
             return False
         # Its storage (osdf://) outputs went up before it completed: a failed upload holds the job.
         self.logger.info(f"Adopted HTCondor job {recovery.job_id(ad)} for job {job.jobid}: it completed (exit code 0) "
