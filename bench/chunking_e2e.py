@@ -28,10 +28,9 @@ import htcondor2
 import yaml
 
 from . import snakemake_log
-from .chunking import WORKFLOW, sized_config
+from .chunking import WORKFLOW, print_ratio, sized_config
 from .common import REPO, SNAKEMAKE, bench_env, header, load, run_timed, spread
 
-GOAL = 1.05
 STEPS = ("queue", "to training", "training", "after training", "to finished", "to next submit")
 
 
@@ -62,15 +61,10 @@ def run(args) -> None:
                         steps[name][step].append(seconds)
                 print(f"   repeat {repeat + 1} {name:10} {wall:7.1f} s  ({load()})", flush=True)
     one, split = (statistics.median(values) for values in walls.values())
-    ratio = split / one
-    training = statistics.median(steps[f"{chunks} chunks"]["training"])
     print("   snakemake wall time, median [min-max] of repeats:")
     for name, values in walls.items():
         print(f"     {name:10} {spread(values):>22} s")
-    fastest = min(walls[f"{chunks} chunks"]) / min(walls["one job"])
-    print(f"   ratio {ratio:.3f}, {fastest:.3f} of the fastest repeats (least slowed by other load) "
-          f"(goal <= {GOAL}: {'met' if ratio <= GOAL else 'NOT met'} at this chunk length, "
-          f"{training:.1f} s of training per chunk)")
+    print_ratio(walls, statistics.median(steps[f"{chunks} chunks"]["training"]))
     print("   per chunk job, median s: " + " ".join(f"{step:>14}" for step in STEPS))
     for name, by_step in steps.items():
         print(f"     {name:23}" + " ".join(f"{statistics.median(by_step[step]) if by_step[step] else 0:14.1f}"
