@@ -51,8 +51,11 @@ def test_board_follows_chunks_from_running_to_done_with_site_epoch_times(workdir
     assert "chunk wall time only: epochs_per_job unknown" in text  # no config/config.yaml here
 
     # Without --once it refreshes until Ctrl-C.
+    # As from a terminal: a CI runner started in the background hands its children SIGINT
+    # ignored, and Python installs no KeyboardInterrupt handler for an ignored SIGINT.
     live = subprocess.Popen([str(HTCANNEX), "status", "--directory", str(workdir), "--pool-dir",
-                             str(embedded_pool.spool_dir), "--interval", "0.2"], stdout=subprocess.PIPE, text=True)
+                             str(embedded_pool.spool_dir), "--interval", "0.2"], stdout=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     first = live.stdout.read(len(CLEAR_SCREEN))  # the first frame is on the screen
     time.sleep(1)
     live.send_signal(signal.SIGINT)
