@@ -54,9 +54,9 @@ def disk_hold(code: Optional[int], subcode: Optional[int]) -> bool:
 
 def output_object_exists(code: Optional[int], subcode: Optional[int], reason: Optional[str]) -> bool:
     """An output transfer refused because its destination, an immutable OSDF object,
-    already exists. The errno would be EEXIST, but a transfer plugin's failure does not
-    always carry one (the embedded pool words it like a missing file, errno 2), so the
-    reason's words count too. Releasing it fails the same way again."""
+    already exists: subcode EEXIST, as the embedded pool holds it. A real transfer plugin's
+    failure does not always carry that errno (what a Pelican upload reports here is
+    unchecked), so the reason's words count too. Releasing it fails the same way again."""
     return code == HOLD_TRANSFER_OUTPUT and (subcode == EEXIST or "already exists" in (reason or ""))
 
 
