@@ -23,6 +23,8 @@ rule finetune:
     params:
         finetune=config["finetune"],
     threads: config["finetune"]["threads"]
+    resources:
+        mem_mb=config["finetune"]["mem_mb"],
     log:
         "results/logs/finetune/{variant}/{run}.log",
     script:
