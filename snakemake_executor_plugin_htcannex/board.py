@@ -204,28 +204,30 @@ def render(board: Board) -> str:
     for row in board.rows:
         note = (f"{row.jobs} submissions" if row.jobs > 1 else "") + (f" {row.hold_reason}" if row.hold_reason else "")
         table.append([row.rule, row.run or "-", "-" if row.chunk is None else str(row.chunk), row.epochs or "-",
-                      row.site or "-", row.state, _duration(row.seconds), row.job, note.strip()[:60]])
-    lines = _columns(table)
+                      row.site or "-", row.state, duration(row.seconds), row.job, note.strip()[:60]])
+    lines = columns(table)
     if any(row.epochs for row in board.rows):
         lines.append("EPOCHS count from each rule's first chunk: " + ", ".join(
             f"{rule} {chunk}" for rule, chunk in sorted(board.first_chunks.items())) + " (--first-chunk to set)")
     lines += ["", "per-site epoch time (" + board.epoch_time_source + ")"]
     profile = [["SITE", "CHUNKS DONE", "MEAN CHUNK", "MEAN EPOCH"]] + [
-        [site.site, str(site.chunks_done), _duration(site.mean_chunk_s), _duration(site.mean_epoch_s)]
+        [site.site, str(site.chunks_done), duration(site.mean_chunk_s), duration(site.mean_epoch_s)]
         for site in board.sites]
-    lines += _columns(profile) if board.sites else ["(no chunk has finished yet)"]
+    lines += columns(profile) if board.sites else ["(no chunk has finished yet)"]
     annexes = [["ANNEX", "SLOTS", "BUSY", "TIME LEFT"]] + [
-        [annex.annex, str(annex.slots), str(annex.busy), _duration(annex.seconds_left)] for annex in board.annexes]
-    lines += ["", "annexes up"] + (_columns(annexes) if board.annexes else ["(none)"])
+        [annex.annex, str(annex.slots), str(annex.busy), duration(annex.seconds_left)] for annex in board.annexes]
+    lines += ["", "annexes up"] + (columns(annexes) if board.annexes else ["(none)"])
     return "\n".join(lines)
 
 
-def _columns(table: list) -> list:
+def columns(table: list) -> list:
+    """Rows of cells as left-aligned text columns (the status board and `htcannex report`)."""
     widths = [max(len(row[column]) for row in table) for column in range(len(table[0]))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in table]
 
 
-def _duration(seconds: Optional[float]) -> str:
+def duration(seconds: Optional[float]) -> str:
+    """Seconds as 1h05m or 4m07s; "-" for unknown."""
     if seconds is None:
         return "-"
     seconds = int(round(seconds))

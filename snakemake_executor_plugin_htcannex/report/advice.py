@@ -1,0 +1,97 @@
+"""Right-sizing advice, as snakemake-executor-plugin-slurm's efficiency report gives it.
+
+Per rule (per DAG node name prefix, or all jobs, in a log without job ads): the
+largest request against the largest observed peak of the jobs that report one;
+a request is flagged when the peak is below `threshold` of it (used too little:
+ask for less, match sooner, waste less annex time), above it (a site that enforces
+the request would hold the job), or when a job was held for exceeding it. The
+suggestion is the peak plus `headroom`, rounded up to the resource's step; after
+a hold the peak seen may be cut short, so it is at least the request plus headroom.
+It is written in HTCondor's submit command and in Snakemake's resource name.
+"""
+import math
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from .figures import JobFigures
+
+DEFAULT_HEADROOM = 0.2
+DEFAULT_THRESHOLD = 0.8
+# (label, HTCondor submit command, Snakemake resource, JobFigures fields requested/peak, unit,
+#  scale from the field's unit, step the suggestion is rounded up to)
+_RESOURCES = (
+    ("memory", "request_memory", "mem_mb", "memory_requested_mb", "memory_peak_mb", "MB", 1, 64),
+    ("disk", "request_disk", "disk_mb", "disk_requested_kb", "disk_used_kb", "MB", 1 / 1024, 128),
+    ("cpus", "request_cpus", "threads", "cpus_requested", "cpus_used", "", 1, 1),
+)
+
+
+@dataclass
+class Advice:
+    group: str
+    resource: str
+    jobs: int  # jobs that reported a peak
+    requested: Optional[float]  # the largest request, in `unit`
+    peak: Optional[float]  # the largest peak, in `unit`
+    use: Optional[float]  # peak / requested
+    suggested: Optional[int]
+    unit: str
+    flag: str  # "" | "low use" | "held for exceeding"
+    text: str
+
+
+def advise(jobs: list, headroom: float = DEFAULT_HEADROOM, threshold: float = DEFAULT_THRESHOLD) -> list:
+    groups: dict = {}
+    for job in jobs:
+        groups.setdefault(_group(job), []).append(job)
+    advice = []
+    for group, members in sorted(groups.items()):
+        for resource in _RESOURCES:
+            item = _advise(group, members, resource, headroom, threshold)
+            if item is not None:
+                advice.append(item)
+    return advice
+
+
+def flagged(advice: list) -> list:
+    return [item for item in advice if item.flag]
+
+
+def _group(job: JobFigures) -> str:
+    if job.rule:
+        return job.rule
+    if job.dag_node:
+        # MLDAG/DAGMan node names carry their run and chunk after the kind: train_r1_c2 -> train
+        return re.split(r"[-_.]", job.dag_node, maxsplit=1)[0]
+    return "(all jobs)"
+
+
+def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold: float) -> Optional[Advice]:
+    label, command, snakemake_name, requested_field, peak_field, unit, scale, step = resource
+    requests = [getattr(job, requested_field) for job in jobs if getattr(job, requested_field) is not None]
+    peaks = [getattr(job, peak_field) for job in jobs if getattr(job, peak_field) is not None]
+    held = [job for job in jobs if getattr(job, f"{label}_holds", 0)]
+    if not peaks and not held:
+        return None
+    requested = max(requests) * scale if requests else None
+    peak = max(peaks) * scale if peaks else None
+    use = peak / requested if peak is not None and requested else None
+    base = max(value for value in (peak, requested if held else None) if value is not None) \
+        if peak is not None or (held and requested) else None
+    suggested = step * math.ceil(base * (1 + headroom) / step) if base is not None else None
+    flag = ("held for exceeding" if held else "over request" if use is not None and use > 1
+            else "low use" if use is not None and use < threshold else "")
+    text = (f"{group}: {label} peak {_fmt(peak, unit)} of {_fmt(requested, unit)} requested"
+            + (f" ({use:.0%})" if use is not None else "")
+            + (f", {len(held)} job(s) held for exceeding it" if held else "")
+            + (f"; suggest {command} = {suggested}{unit} (Snakemake: {snakemake_name}={suggested})"
+               if suggested is not None and flag else ""))
+    return Advice(group=group, resource=label, jobs=len(peaks), requested=requested, peak=peak, use=use,
+                  suggested=suggested, unit=unit, flag=flag, text=text)
+
+
+def _fmt(value: Optional[float], unit: str) -> str:
+    if value is None:
+        return "?"
+    return f"{value:.0f} {unit}".strip() if value >= 10 else f"{value:.2f} {unit}".strip()

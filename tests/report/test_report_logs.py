@@ -1,0 +1,92 @@
+"""`htcannex report` on event logs in HTCondor's own text format (see logs/README.md for
+where each fixture's format comes from), and its answers to bad input."""
+import json
+from pathlib import Path
+
+import pytest
+
+from snakemake_executor_plugin_htcannex.cli import main
+
+LOGS = Path(__file__).parent / "logs"
+
+
+def report_json(tmp_path, log: Path, *options) -> dict:
+    out = tmp_path / "report.json"
+    assert main(["report", str(log), "--json", str(out), *options]) == 0
+    return json.loads(out.read_text())
+
+
+def test_manual_example_resources_table(tmp_path):
+    job, = report_json(tmp_path, LOGS / "quickstart.log")["jobs"]
+    assert (job["cpus_requested"], job["cpus_allocated"], job["cpus_used"]) == (1, 1, None)
+    assert (job["disk_used_kb"], job["disk_requested_kb"], job["disk_allocated_kb"]) == (100000, 100000, 2033496)
+    assert (job["memory_peak_mb"], job["memory_requested_mb"], job["memory_allocated_mb"]) == (0, 98, 2001)
+    assert (job["bytes_in"], job["bytes_out"]) == (113, 23)
+    assert (job["state"], job["queue_wait_s"], job["compute_s"], job["wall_s"]) == ("done", 20, 7, 7)
+
+
+def test_lifecycle_figures_match_the_arranged_times(tmp_path, capsys):
+    document = report_json(tmp_path, LOGS / "lifecycle.log")
+    job, = document["jobs"]
+    # submitted on hold 0-30 s, idle 30-40, 145-160, 260-270; memory hold 200-260
+    assert (job["annex_wait_s"], job["queue_wait_s"], job["held_s"]) == (30, 35, 60)
+    assert (job["holds"], job["hold_codes"], job["memory_holds"]) == (1, "34/102", 1)
+    assert (job["runs"], job["evictions"], job["checkpoints"]) == (3, 1, 1)
+    assert (job["transfer_in_s"], job["transfer_out_s"]) == (5 + 2 + 3, 2 + 4)
+    # on slots 40-145, 160-200, 270-404, less transfers; lost: 45-145 (evicted), 162-200 (held)
+    assert (job["compute_s"], job["badput_s"], job["wall_s"]) == (100 + 38 + 125, 100 + 38, 364)
+    assert job["cpu_s"] == 190 + 20
+    assert job["cpu_efficiency"] == pytest.approx(210 / 263)
+    assert (job["cpus_used"], job["memory_peak_mb"], job["memory_requested_mb"]) == (0.95, 1010, 1024)
+    assert job["site"] == "htcannex-delta" and job["slot"] == "slot1_1@delta-gpu-3"
+    assert job["core_hours"] == pytest.approx((105 + 40 + 134) / 3600)
+    memory, = [item for item in document["advice"] if item["resource"] == "memory"]
+    assert memory["flag"] == "held for exceeding"
+    assert memory["suggested"] == 1280  # the request (the peak was cut short) + 20 %, in 64 MB steps
+    summary = capsys.readouterr().out
+    assert "suggest request_memory = 1280MB (Snakemake: mem_mb=1280)" in summary
+
+
+def test_dagman_nodes_log_groups_by_node_and_flags_low_memory(tmp_path):
+    document = report_json(tmp_path, LOGS / "dagman_nodes.log", "--threshold", "0.5", "--headroom", "0.25")
+    assert [job["dag_node"] for job in document["jobs"]] == ["train_run1_chunk0", "train_run1_chunk1", "eval_run1"]
+    assert [job["job"] for job in document["jobs"]] == ["20.0", "21.0", "22.0"]
+    assert [job["compute_s"] for job in document["jobs"]] == [100, 120, 50]
+    flagged = {(item["group"], item["resource"]): item for item in document["advice"] if item["flag"]}
+    assert flagged[("train", "memory")]["suggested"] == 512  # 400 MB x 1.25, in 64 MB steps
+    assert ("eval", "memory") not in flagged  # 900 of 1000 MB
+    assert document["jobs"][2]["cpus_used"] == pytest.approx(1.8)  # 90 cpu-seconds over 50 s
+
+
+def test_tsv_and_html_outputs(tmp_path):
+    tsv, page, figures = tmp_path / "jobs.tsv", tmp_path / "report.html", tmp_path / "figures"
+    assert main(["report", str(LOGS / "dagman_nodes.log"), "--tsv", str(tsv), "--html", str(page),
+                 "--figures", str(figures)]) == 0
+    header, *rows = [line.split("\t") for line in tsv.read_text().splitlines()]
+    assert len(rows) == 3 and rows[1][header.index("dag_node")] == "train_run1_chunk1"
+    assert page.read_text().count("data:image/png;base64,") == 3
+    assert sorted(path.name for path in figures.iterdir()) == ["requests.png", "sites.png", "timeline.png"]
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda tmp: tmp / "absent.log", "does not exist"),
+    (lambda tmp: tmp, "is not a file"),
+    (lambda tmp: _write(tmp / "empty.log", ""), "is empty"),
+    (lambda tmp: _write(tmp / "notes.txt", "hello\n"), "holds no HTCondor job events"),
+])
+def test_bad_logs_are_named_without_a_traceback(tmp_path, capsys, make, message):
+    path = make(tmp_path)
+    assert main(["report", str(path)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"htcannex report: {path}") and message in error
+    assert "Traceback" not in error
+
+
+def test_default_log_is_the_run_directorys(tmp_path, capsys):
+    assert main(["report", "--directory", str(tmp_path)]) == 2
+    assert f"{tmp_path}/.htcannex/jobs.log does not exist" in capsys.readouterr().err
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
