@@ -29,6 +29,7 @@ Why the choices below (details in docs/sites.md, "From a job to a submit"):
 """
 import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -121,11 +122,35 @@ class SubmitOptions:
     environment: Mapping[str, str] = field(default_factory=dict)
     extra_commands: Mapping[str, object] = field(default_factory=dict)  # htcannex.yaml's `submit:`
     workflow_sources: Sequence[str] = ()  # Snakefile, rules, scripts, config the job needs
+    # A directory above workdir when sources or inputs lie outside it (`-s ../w/Snakefile`, a
+    # module): the job's initialdir, so that every transferred path is below it and keeps its
+    # place relative to the others in the sandbox; the job then starts in workdir's place there.
+    transfer_root: Path | None = None
+
+    @property
+    def initial_dir(self) -> Path:
+        return Path(self.transfer_root or self.workdir)
+
+    @property
+    def sandbox_workdir(self) -> str | None:
+        """Where workdir is in the sandbox, relative to it; None when the sandbox is the workdir."""
+        relative = Path(self.workdir).resolve().relative_to(self.initial_dir.resolve())
+        return None if relative == Path(".") else str(relative)
 
     @property
     def logs_dir(self) -> Path:
         """Where each job's stdout/stderr go; the executor creates it before submitting."""
         return Path(self.workdir) / ".htcannex" / "logs"
+
+
+def transfer_root(workdir: Path, paths: Sequence[str]) -> Path | None:
+    """The directory the files of a run are transferred from: the workdir, or the nearest directory
+    above it that holds every path too (SubmitOptions.transfer_root). Snakemake's own remote
+    executors only ship sources under the workdir (Workflow.write_source_archive skips '../' ones)."""
+    workdir = Path(workdir).resolve()
+    files = [os.path.normpath(workdir / path) for path in paths if "://" not in str(path)]
+    root = Path(os.path.commonpath([workdir, *files]))
+    return None if root == workdir else root
 
 
 def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> htcondor2.Submit:
@@ -238,8 +263,9 @@ class _Checker:
                                    "a newline would start a new submit command")
         return text.replace("$", "$(DOLLAR)")
 
-    def path(self, field: str, value: str, workdir: Path) -> str:
-        """A file to transfer, relative to the workdir (osdf:// URLs pass as they are)."""
+    def path(self, field: str, value: str, options: "SubmitOptions") -> str:
+        """A file to transfer, relative to the job's initial directory (osdf:// URLs pass as they are);
+        a relative `value` is relative to the workdir."""
         text = self.text(field, value)
         if "," in text or text != text.strip() or not text:
             raise SubmitValueError(self.rule, field, value,
@@ -249,19 +275,14 @@ class _Checker:
             return text
         if "://" in text:
             raise SubmitValueError(self.rule, field, value, "only osdf:// URLs can be transferred by htcannex")
-        path = PurePosixPath(text)
-        if path.is_absolute():
-            try:
-                path = path.relative_to(PurePosixPath(Path(workdir).resolve()))
-            except ValueError:
-                raise SubmitValueError(self.rule, field, value,
-                                       f"without a shared filesystem only files under the workdir {workdir} travel "
-                                       "with the job; move the file there, use osdf:// storage, or enable shared-fs "
-                                       "mode") from None
-        if ".." in path.parts:
+        where = PurePosixPath(Path(options.workdir).resolve()) / text
+        try:
+            path = PurePosixPath(os.path.normpath(where)).relative_to(PurePosixPath(options.initial_dir.resolve()))
+        except ValueError:
             raise SubmitValueError(self.rule, field, value,
-                                   "a path leaving the workdir ('..') cannot travel with the job; move the file "
-                                   "under the workdir")
+                                   f"without a shared filesystem only files under the workdir, or under "
+                                   f"{options.initial_dir} with the workflow's sources, travel with the job; move the "
+                                   "file there, use osdf:// storage, or enable shared-fs mode") from None
         # A trailing slash means "the directory's contents" to HTCondor: keep it.
         return str(path) + ("/" if text.endswith("/") and path.parts else "")
 
@@ -311,7 +332,7 @@ def _command(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
     if len(argv) > 1:
         commands["arguments"] = quote_new_syntax(argv[1:])
     stem = f"{spec.rule}-{spec.jobid}-{spec.attempt}"
-    commands["initialdir"] = check.text("workdir", options.workdir)
+    commands["initialdir"] = check.text("workdir", options.initial_dir)
     commands["log"] = check.text("log", options.log_path)
     commands["output"] = check.text("output", options.logs_dir / f"{stem}.out")
     commands["error"] = check.text("error", options.logs_dir / f"{stem}.err")
@@ -352,10 +373,10 @@ def _resources(request: ResourceRequest, site: Site | None, check: _Checker) -> 
 def _files(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
     if options.shared_fs:
         return {"should_transfer_files": "NO"}
-    inputs = [check.path("input", path, options.workdir) for path in spec.inputs]
-    sources = [check.path("workflow source", path, options.workdir)
+    inputs = [check.path("input", path, options) for path in spec.inputs]
+    sources = [check.path("workflow source", path, options)
                for path in (options.workflow_sources if spec.ships_workflow_sources else ())]
-    outputs = [check.path("output file", path, options.workdir) for path in spec.outputs]
+    outputs = [check.path("output file", path, options) for path in spec.outputs]
     for path, original in zip(outputs, spec.outputs):
         if "://" in path:
             raise SubmitValueError(spec.rule, "output file", original, "outputs come back as files; "
@@ -382,10 +403,10 @@ def _remaps(spec: JobSpec, outputs: list[str], options: SubmitOptions, check: _C
     entries = []
     for name, destination in spec.output_remaps.items():
         field = f"output remap {name!r}"
-        source = check.path(field, name, options.workdir)
+        source = check.path(field, name, options)
         if source not in outputs:
             raise SubmitValueError(spec.rule, field, name, "only a listed output can be remapped; add it to outputs")
-        target = check.path(field, destination, options.workdir)
+        target = check.path(field, destination, options)
         if ";" in source + target or "=" in source + target:
             raise SubmitValueError(spec.rule, field, f"{name} = {destination}",
                                    "';' and '=' separate remaps: a remapped name cannot contain them")

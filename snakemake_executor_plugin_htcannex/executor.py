@@ -23,7 +23,7 @@ from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 from . import direct_shell, osdf_transfer, recovery, secrets
 from . import schedd as schedd_seam
 from .annex import AnnexLedger, AnnexManager, AnnexState, EmbeddedBackend, HtcondorCliBackend
-from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit, job_signature
+from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit, job_signature, transfer_root
 from .rotation import RotationError, plan_report
 from .sites import Catalogue, HtcannexConfigError, SiteRefusal, load_catalogue
 from .tracking import HOLD_SUBMITTED_ON_HOLD, EventLogTracker, HoldPolicy, JobPhase
@@ -326,7 +326,9 @@ class Executor(RemoteExecutor):
         return JobSpec(
             rule=job.name,
             jobid=job.jobid,
-            argv=[shell_path, "-c", recovery.with_checkpoint_exit(_creating_logs(command, _logs(job)))],
+            argv=[shell_path, "-c", _in_sandbox_workdir(
+                recovery.with_checkpoint_exit(_creating_logs(command, _logs(job))),
+                self._runtime.submit_options.sandbox_workdir)],
             wildcards=_wildcards_of(job),
             resources=resources if direct else _with_room_for_snakemake(resources),
             threads=job.threads,
@@ -377,6 +379,11 @@ def _creating_logs(command: str, logs: list) -> str:
     names = " ".join(shlex.quote(str(log)) for log in logs)
     return (f'{command} && for log in {names}; do [ -e "$log" ] || '
             f'{{ mkdir -p "$(dirname "$log")" && : > "$log"; }}; done')
+
+
+def _in_sandbox_workdir(command: str, where: str | None) -> str:
+    """`command`, run where the workdir is in the sandbox (below it when sources came from outside)."""
+    return command if where is None else f"cd {shlex.quote(where)} && {command}"
 
 
 def _with_room_for_snakemake(resources: dict) -> dict:
@@ -460,6 +467,7 @@ class _Runtime:
             "PATH": os.environ["PATH"] if connection.pool is not None else EXECUTE_POINT_PATH,
             **workflow.spawned_job_args_factory.envvars(),
         })
+        sources = () if settings.shared_fs else sorted(workflow.dag.get_sources())
         submit_options = SubmitOptions(
             workdir=Path.cwd(),
             log_path=state_dir / "jobs.log",
@@ -470,7 +478,8 @@ class _Runtime:
             # environment rather than an `export` in the command, so that a job's
             # own variables (osdf_transfer's backend) can win over them.
             environment=environment,
-            workflow_sources=() if settings.shared_fs else sorted(workflow.dag.get_sources()),
+            workflow_sources=sources,
+            transfer_root=None if settings.shared_fs else transfer_root(Path.cwd(), [*sources, *_local_inputs(workflow)]),
         )
         submit_options.logs_dir.mkdir(parents=True, exist_ok=True)
         return cls(
@@ -478,3 +487,9 @@ class _Runtime:
             HoldPolicy(settings.hold_policy, settings.hold_releases), submit_options, idle_timeout_s,
             not settings.snakemake_in_every_job, withheld,
         )
+
+
+def _local_inputs(workflow) -> list[str]:
+    """The local input files of every job this run will submit (storage files travel as URLs)."""
+    return [str(path) for job in workflow.dag.needrun_jobs() for path in job.input
+            if not getattr(path, "is_storage", False)]

@@ -15,6 +15,7 @@ from snakemake_executor_plugin_htcannex.description import (
     SubmitValueError,
     build_submit,
     duration_category,
+    transfer_root,
 )
 from snakemake_executor_plugin_htcannex.pool import Pool
 from snakemake_executor_plugin_htcannex.pool.quoting import parse_arguments, parse_environment
@@ -251,7 +252,7 @@ def test_shared_filesystem_mode_transfers_nothing(options):
     "field, overrides, words",
     [
         ("input", {"inputs": ["/etc/passwd"]}, "only files under the workdir"),
-        ("input", {"inputs": ["../outside.txt"]}, "'..'"),
+        ("input", {"inputs": ["../outside.txt"]}, "only files under the workdir"),
         ("input", {"inputs": ["a,b.txt"]}, "comma"),
         ("input", {"inputs": ["https://example.org/x"]}, "only osdf://"),
         ("output file", {"outputs": ["osdf:///ns/out"]}, "storage plugin"),
@@ -262,6 +263,22 @@ def test_untransferable_paths_are_refused(options, field, overrides, words):
     with pytest.raises(SubmitValueError) as error:
         submit_for(options, **overrides)
     assert error.value.field == field and words in str(error.value)
+
+
+def test_sources_outside_the_workdir_travel_from_the_directory_above_both(tmp_path):
+    """`-s ../workflows/w/Snakefile` or a module: initialdir is the directory above the workdir and
+    the sources, every path is relative to it, and each keeps its place next to the others."""
+    workdir = tmp_path / "project"
+    sources = ["../workflows/w/Snakefile", "../workflows/w/rules/a.smk", "config.yaml"]
+    options = SubmitOptions(workdir=workdir, log_path=workdir / ".htcannex" / "jobs.log", workflow_sources=sources,
+                            transfer_root=transfer_root(workdir, [*sources, "results/in.txt"]))
+    assert options.sandbox_workdir == "project"
+    submit = submit_for(options, inputs=["results/in.txt"], outputs=["results/out.txt"])
+    assert submit["initialdir"] == str(tmp_path.resolve())
+    assert submit["transfer_input_files"].split(", ") == [
+        "project/results/in.txt", "workflows/w/Snakefile", "workflows/w/rules/a.smk", "project/config.yaml"]
+    assert submit["transfer_output_files"] == "project/results/out.txt"
+    assert transfer_root(workdir, ["config.yaml", "osdf:///ns/x"]) is None
 
 
 def test_container_universe(options):
