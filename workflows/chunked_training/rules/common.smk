@@ -1,0 +1,116 @@
+# Runs, chunks and file names: the one chunking implementation (protein_lm includes it too).
+import hashlib
+import json
+import os
+
+import yaml
+
+from chunked_training.experiment import CONTRACT_PLACEHOLDERS, format_command, load
+from chunked_training.variables import VarsError
+
+
+def _experiment_config(config):
+    """The workflow config, with an MLDAG Experiment.yaml (config key `experiment`) laid over it."""
+    path = config.get("experiment")
+    if not path:
+        return "config", config
+    with open(path) as handle:
+        experiment = yaml.safe_load(handle)
+    if not isinstance(experiment, dict):
+        raise VarsError(f"{path}: an experiment file is a mapping (name, submit_template, vars)")
+    return path, config | experiment
+
+
+# This workflow's directory as seen from the working directory: {workflow_dir} in commands and files.
+WORKFLOW_DIR = os.path.relpath(os.path.join(workflow.current_basedir.get_path_or_uri(secret_free=True), ".."))
+
+
+def workflow_files(paths):
+    return [path.replace("{workflow_dir}", WORKFLOW_DIR) for path in paths]
+
+
+EXPERIMENT_SOURCE, EXPERIMENT_CONFIG = _experiment_config(config)
+EXPERIMENT = load(EXPERIMENT_SOURCE, EXPERIMENT_CONFIG)
+RUNS = EXPERIMENT.runs
+CHUNKS = EXPERIMENT.chunking.chunks
+TRAINING = config["training"]
+VARIANTS = ("distributed", "baseline") if config["baseline"] == "unbroken" else ("distributed",)
+
+wildcard_constraints:
+    run="[0-9a-f]{8}",
+    chunk=r"\d+",
+    variant="distributed|baseline",
+
+# A new name per chunk: OSDF objects are immutable and caches serve the first bytes; the base name
+# alone is unique too (HTCondor drops URL inputs into the sandbox by base name).
+CHECKPOINT = "{variant}/{run}/{variant}-{run}-chunk-{chunk}" + TRAINING["checkpoint_suffix"]
+# Everything a checkpoint depends on but the run's vars: a changed command or chunking writes new
+# objects instead of meeting the old, immutable ones. `checkpoint_depends_on` adds the user's own.
+CHECKPOINT_SET = hashlib.sha256(json.dumps(
+    [TRAINING["command"], CHUNKS, EXPERIMENT.chunking.epochs, config.get("checkpoint_depends_on")],
+    sort_keys=True).encode()).hexdigest()[:12]
+
+if config["checkpoint_store"] == "osdf":
+
+    storage osdf:
+        provider="osdf",
+
+    def checkpoint_files(relative, name="checkpoint"):
+        """Named files of one checkpoint; the osdf provider moves its checksum sidecar itself."""
+        prefix = config["osdf_prefix"].rstrip("/")
+        return {name: storage.osdf(f"{prefix}/{EXPERIMENT.slug}/set-{CHECKPOINT_SET}/{relative}")}
+
+else:
+
+    def checkpoint_files(relative, name="checkpoint"):
+        """Named files of one checkpoint: the command's sidecars are declared with it, so executors
+        without a shared filesystem move them along."""
+        path = f"results/{EXPERIMENT.slug}/checkpoints/{relative}"
+        return {name: path} | {f"{name}_sidecar_{i}": path + suffix for i, suffix in enumerate(TRAINING["sidecars"])}
+
+
+def chunk_checkpoint(variant, run, chunk, name="checkpoint"):
+    return checkpoint_files(CHECKPOINT.format(variant=variant, run=run, chunk=chunk), name)
+
+
+def final_checkpoint(variant, run):
+    """Both twins end with a checkpoint named after the last chunk."""
+    return chunk_checkpoint(variant, run, CHUNKS)
+
+
+def previous_checkpoint(wildcards):
+    """Chunk k resumes from checkpoint k-1; chunk 1 starts from the run's seed."""
+    chunk = int(wildcards.chunk)
+    return {} if chunk == 1 else chunk_checkpoint(wildcards.variant, wildcards.run, chunk - 1, "previous")
+
+
+def self_checkpoint_name(wildcards):
+    """The chunk's resumable file, in the job's working directory (HTCondor transfers it)."""
+    return f"selfckpt-{wildcards.variant}-{wildcards.run}-{wildcards.chunk}{TRAINING['checkpoint_suffix']}"
+
+
+def htcannex_submit(wildcards):
+    """The rule's submit commands (htcannex_submit): the config's own, and self-checkpointing
+    (exit code 85 means "saved, restart me"; the file and its sidecars travel with the job)."""
+    commands = dict(TRAINING["submit"])
+    if TRAINING["self_checkpoint"]:
+        name = self_checkpoint_name(wildcards)
+        commands |= {"checkpoint_exit_code": 85,
+                     "transfer_checkpoint_files": ", ".join([name] + [name + s for s in TRAINING["sidecars"]])}
+    return json.dumps(commands)
+
+
+def training_command(wildcards, input, output, threads, first_chunk, last_chunk):
+    """The training command of chunks first_chunk..last_chunk of a run, placeholders filled in."""
+    run = RUNS[wildcards.run]
+    values = EXPERIMENT.chunk_vars(run, last_chunk) | {
+        "first_epoch": EXPERIMENT.chunking.last_epoch(first_chunk - 1) + 1,
+        "chunk": last_chunk,
+        "chunks": CHUNKS,
+        "resume_from": input.get("previous", ""),
+        "write_to": output.checkpoint,
+        "self_checkpoint": self_checkpoint_name(wildcards),
+        "threads": threads,
+        "workflow_dir": WORKFLOW_DIR,
+    }
+    return format_command(f"{EXPERIMENT_SOURCE}: training.command", TRAINING["command"], values)

@@ -1,0 +1,82 @@
+"""An experiment: its runs (one per point of the vars' product), their chunks, and the training
+command of each chunk with the contract's placeholders filled in (docs/bring_your_own_training.md).
+
+A run's uuid is a uuid5 of the experiment's name and the run's var values, cut to 8 hex digits as
+MLDAG's run_uuid: the same in every Snakemake process and rerun, and adding a value to a var
+keeps the uuids (and files) of the runs that already existed. Its seed comes from the uuid.
+"""
+import json
+import re
+import shlex
+import string
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .variables import Chunking, VarsError, expand, swept
+
+RUN_NAMESPACE = uuid.UUID("0d3c3f0e-6a43-4c55-9f0a-5b0e3c1e7a11")  # fixed: run uuids must not change
+SEED_RANGE = 1_000_000  # MLDAG draws random_seed from 0..1e6
+# What the contract adds to a chunk's MLDAG VARS; a var cannot take one of these names.
+CONTRACT_PLACEHOLDERS = ("first_epoch", "chunk", "chunks", "resume_from", "write_to", "self_checkpoint", "threads", "workflow_dir", "checkpoint")
+MLDAG_VARS = ("epoch", "run_uuid", "random_seed", "ResourceName", "continue_from_checkpoint")
+
+
+@dataclass(frozen=True)
+class Run:
+    uuid: str
+    seed: int
+    vars: dict  # every var's value in this run, epochs and epochs_per_job included
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    chunking: Chunking
+    runs: dict  # run uuid -> Run, in the order of the vars' product
+    swept: tuple  # names of the vars that take more than one value
+
+    @property
+    def slug(self) -> str:
+        """The name as a path component."""
+        return re.sub(r"[^a-z0-9]+", "_", self.name.lower()).strip("_") or "experiment"
+
+    def chunk_vars(self, run: Run, chunk: int) -> dict:
+        """The VARS MLDAG's generator gives chunk `chunk` (1-based) of `run`, but ResourceName (the
+        site, which the executor knows when it places the job)."""
+        values = {"epoch": self.chunking.last_epoch(chunk), "run_uuid": run.uuid, "random_seed": run.seed}
+        if chunk > 1:
+            values["continue_from_checkpoint"] = "true"
+        return values | run.vars
+
+
+def load(source: str, config: Mapping) -> Experiment:
+    """The experiment that `config` (a workflow config or an MLDAG Experiment.yaml) describes."""
+    name = config.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise VarsError(f"{source}: 'name' is missing: give the experiment a name (MLDAG's `name:`)")
+    specs = config.get("vars")
+    for reserved in (*MLDAG_VARS, *CONTRACT_PLACEHOLDERS):
+        if isinstance(specs, Mapping) and reserved in specs:
+            raise VarsError(f"{source}: vars.{reserved} is set by the workflow for every chunk; rename the var")
+    chunking, points = expand(source, specs)
+    runs = {}
+    for values in points:
+        key = json.dumps({"name": name, "vars": values}, sort_keys=True)
+        full = uuid.uuid5(RUN_NAMESPACE, key)
+        runs[full.hex[:8]] = Run(full.hex[:8], full.int % SEED_RANGE, values)
+    if len(runs) != len(points):
+        raise VarsError(f"{source}: two runs cut to the same 8-digit uuid; rename the experiment")
+    return Experiment(name, chunking, runs, tuple(swept(specs)))
+
+
+def format_command(source: str, template: str, values: Mapping) -> str:
+    """`template` with each {placeholder} replaced by its value, quoted for the shell.
+
+    Raises VarsError naming an unknown placeholder and the ones there are."""
+    quoted = {name: shlex.quote(str(value)) for name, value in values.items()}
+    for _, field, _, _ in string.Formatter().parse(template):
+        if field is not None and field not in quoted:
+            raise VarsError(f"{source}: the command's placeholder {{{field}}} is not one of "
+                            f"{', '.join('{' + name + '}' for name in quoted)}; write a literal brace as {{{{ or }}}}")
+    return template.format_map(quoted)
