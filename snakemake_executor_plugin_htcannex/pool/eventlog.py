@@ -12,16 +12,68 @@ from pathlib import Path
 import classad2
 
 HOST = "<127.0.0.1:0?alias=embedded-pool>"
-_ZERO_USAGE = "Usr 0 00:00:00, Sys 0 00:00:00"
+# The resources of the terminated and evicted events' table (setEventUsageAd's default
+# ProvisionedResources, plus GPUs where a job asked for them), with the table's labels.
+_TABLE_RESOURCES = (("Cpus", "Cpus"), ("Disk", "Disk (KB)"), ("GPUs", "Gpus (Average)"), ("Memory", "Memory (MB)"))
 _daemon_log = logging.getLogger("htcannex.pool")
 
 
-def _usage_lines(*labels: str) -> list[str]:
-    return [f"\t\t{_ZERO_USAGE}  -  {label}" for label in labels]
+def _rusage(seconds: tuple[float, float]) -> str:
+    """(user, system) CPU seconds as formatRusage writes them: "Usr D HH:MM:SS, Sys D HH:MM:SS"."""
+    parts = []
+    for label, value in zip(("Usr", "Sys"), seconds):
+        value = int(value)
+        parts.append(f"{label} {value // 86400} {value % 86400 // 3600:02d}:{value % 3600 // 60:02d}:{value % 60:02d}")
+    return ", ".join(parts)
 
 
-def _bytes_lines(*labels: str) -> list[str]:
-    return [f"\t0  -  {label}" for label in labels]
+def _usage_lines(job: classad2.ClassAd, *scopes: str) -> list[str]:
+    """CPU seconds as the shadow writes them: "Run" from the ad's RemoteUserCpu/RemoteSysCpu
+    (this run), "Total" from CumulativeRemoteUserCpu/CumulativeRemoteSysCpu; local: none."""
+    lines = []
+    for scope in scopes:
+        prefix = "Remote" if scope == "Run" else "CumulativeRemote"
+        remote = (job.get(f"{prefix}UserCpu", 0), job.get(f"{prefix}SysCpu", 0))
+        lines += [f"\t\t{_rusage(remote)}  -  {scope} Remote Usage", f"\t\t{_rusage((0, 0))}  -  {scope} Local Usage"]
+    return lines
+
+
+def _bytes_lines(job: classad2.ClassAd, run_bytes: tuple[float, float], *scopes: str) -> list[str]:
+    """Bytes (sent, received) by the job: "Run" this run's, "Total" every run's (the ad's
+    BytesSent/BytesRecvd, cumulative as the shadow keeps them)."""
+    lines = []
+    for scope in scopes:
+        sent, received = run_bytes if scope == "Run" else (job.get("BytesSent", 0), job.get("BytesRecvd", 0))
+        lines += [f"\t{sent:.0f}  -  {scope} Bytes Sent By Job", f"\t{received:.0f}  -  {scope} Bytes Received By Job"]
+    return lines
+
+
+def _table_value(value) -> str:
+    # formatUsageAd: "%.2f" only where there is a fraction, else an integer
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.2f}"
+    return "" if value is None else str(int(value))
+
+
+def usage_table(job: classad2.ClassAd) -> list[str]:
+    """The "Partitionable Resources" table of the job's ad, laid out as condor_event.cpp's
+    formatUsageAd does (columns widened to fit, integers padded to line up with fractions)."""
+    rows = []
+    for name, label in _TABLE_RESOURCES:
+        if name == "GPUs" and not job.get("RequestGPUs"):
+            continue
+        rows.append([label] + [_table_value(job.get(attribute)) for attribute in
+                               (f"{name}Usage", f"Request{name}", f"{name}Provisioned")])
+    for column in (1, 2, 3):
+        if any("." in row[column] for row in rows):
+            for row in rows:
+                row[column] += "   " if row[column].isdigit() else ""
+    use, request, allocated = (max([8] + [len(row[column]) for row in rows]) for column in (1, 2, 3))
+    allocated = max(allocated, 9)
+    lines = [f"\tPartitionable Resources : {'Usage':>{use}} {'Request':>{request}} {'Allocated':>{allocated}} "]
+    width = max(len("Memory (MB)") + 1, *(len(row[0]) for row in rows)) + 8
+    lines += [f"\t   {row[0]:<{width}} : {row[1]:>{use}} {row[2]:>{request}} {row[3]:>{allocated}} " for row in rows]
+    return lines
 
 
 def open_log(path: str):
@@ -34,6 +86,7 @@ class UserLog:
     """Writes events of one job to the log named by its ad's `UserLog`."""
 
     def __init__(self, job: classad2.ClassAd):
+        self._job = job
         self._path = job.get("UserLog")
         self._id = f"({job['ClusterId']:03d}.{job['ProcId']:03d}.000)"
 
@@ -87,32 +140,29 @@ class UserLog:
     def released(self, reason: str):
         self._write(13, "Job was released.", [f"\t{reason}"])
 
-    def evicted(self):
+    def evicted(self, run_bytes: tuple[float, float] = (0, 0)):
+        """run_bytes: (sent, received) by the job in the run that ends here."""
         self._write(4, "Job was evicted.",
-                    ["\t(0) Job was not checkpointed.",
-                     *_usage_lines("Run Remote Usage", "Run Local Usage"),
-                     *_bytes_lines("Run Bytes Sent By Job", "Run Bytes Received By Job")])
+                    ["\t(0) CPU times", *_usage_lines(self._job, "Run"), *_bytes_lines(self._job, run_bytes, "Run"),
+                     *usage_table(self._job)])
 
-    def requeued_after_exit(self, return_value: int):
+    def requeued_after_exit(self, return_value: int, run_bytes: tuple[float, float] = (0, 0)):
         """The job exited but its exit policy (max_retries) puts it back in the queue."""
         self._write(4, "Job was evicted.",
-                    ["\t(0) Job terminated and was requeued",
-                     *_usage_lines("Run Remote Usage", "Run Local Usage"),
-                     *_bytes_lines("Run Bytes Sent By Job", "Run Bytes Received By Job"),
-                     f"\t(1) Normal termination (return value {return_value})"])
+                    ["\t(0) Job terminated and was requeued", *_usage_lines(self._job, "Run"),
+                     *_bytes_lines(self._job, run_bytes, "Run"),
+                     f"\t(1) Normal termination (return value {return_value})", *usage_table(self._job)])
 
     def aborted(self, reason: str):
         self._write(9, "Job was aborted.", [f"\t{reason}"])
 
-    def terminated(self, return_value: int | None, signal: int | None = None):
+    def terminated(self, return_value: int | None, signal: int | None = None,
+                   run_bytes: tuple[float, float] = (0, 0)):
         status = ([f"\t(1) Normal termination (return value {return_value})"] if signal is None
                   else [f"\t(0) Abnormal termination (signal {signal})", "\t(0) No core file"])
         self._write(5, "Job terminated.",
-                    [*status,
-                     *_usage_lines("Run Remote Usage", "Run Local Usage",
-                                   "Total Remote Usage", "Total Local Usage"),
-                     *_bytes_lines("Run Bytes Sent By Job", "Run Bytes Received By Job",
-                                   "Total Bytes Sent By Job", "Total Bytes Received By Job")])
+                    [*status, *_usage_lines(self._job, "Run", "Total"), *_bytes_lines(self._job, run_bytes, "Run", "Total"),
+                     *usage_table(self._job)])
 
 
 def _literal(value) -> str:

@@ -28,6 +28,20 @@ PROTECTED_ATTRIBUTES = {"clusterid", "procid", "jobstatus", "mytype", "owner"}
 CONTAINER_UNIVERSE = 14
 
 
+def _record_usage(ad: classad2.ClassAd, running: starter.RunningJob):
+    """What the run used, into the job ad as the starter reports it: CPU seconds of this run
+    (RemoteUserCpu/RemoteSysCpu) and of all runs (Cumulative*), average cores (CpusUsage),
+    peak memory (MemoryUsage, MiB) and sandbox size (DiskUsage, KiB)."""
+    user, system = running.cpu_seconds
+    wall = max(time.time() - running.started, 1e-3)
+    ad.update({"RemoteUserCpu": user, "RemoteSysCpu": system,
+               "CumulativeRemoteUserCpu": ad.get("CumulativeRemoteUserCpu", 0.0) + user,
+               "CumulativeRemoteSysCpu": ad.get("CumulativeRemoteSysCpu", 0.0) + system,
+               "CpusUsage": round((user + system) / wall, 2),
+               "MemoryUsage": max(ad.get("MemoryUsage", 0), -(-running.peak_rss_kib // 1024)),
+               "DiskUsage": max(ad.get("DiskUsage", 0), running.disk_kib() if running.sandbox.is_dir() else 0)})
+
+
 class RequestError(ValueError):
     """A client's request that cannot be carried out; the message says why."""
 
@@ -104,8 +118,7 @@ class Scheduler:
     def shutdown(self):
         """Stop running jobs; they are evicted and run again when the pool next starts."""
         for key in list(self.running):
-            self._stop(key, "the pool is shutting down")
-            self._become_idle_after_eviction(self.jobs[key])
+            self._evict(self.jobs[key], "the pool is shutting down")
         self.store.close()
 
     def has_work(self) -> bool:
@@ -282,6 +295,7 @@ class Scheduler:
         if running is None:
             return None
         running.kill(why)
+        _record_usage(self.jobs[key], running)
         return self._release_slot(running)
 
     def _release_slot(self, running: starter.RunningJob) -> Slot | None:
@@ -294,19 +308,20 @@ class Scheduler:
                 return slot
         return None
 
-    def _become_idle_after_eviction(self, ad: classad2.ClassAd):
+    def _become_idle_after_eviction(self, ad: classad2.ClassAd, run_bytes: tuple[float, float] = (0, 0)):
         for attribute in ("RemoteHost", "PoolProcessId", "PoolProcessCreateTime"):
             if attribute in ad:
                 del ad[attribute]
         self._set_status(ad, IDLE)
-        UserLog(ad).evicted()
+        UserLog(ad).evicted(run_bytes)
         self.store.save(ad)
         self.negotiate_needed = True
 
     def _evict(self, ad: classad2.ClassAd, why: str):
+        running = self.running.get(_key(ad))
         self._stop(_key(ad), why)
         ad["LastVacateReason"] = why
-        self._become_idle_after_eviction(ad)
+        self._become_idle_after_eviction(ad, (0, running.bytes_received) if running else (0, 0))
 
     def _hold(self, ad: classad2.ClassAd, reason: str, code: int, subcode: int):
         self._stop(_key(ad), reason)
@@ -399,6 +414,7 @@ class Scheduler:
         try:
             if ad["JobUniverse"] == CONTAINER_UNIVERSE:
                 self._check_container_image(ad)
+            received = 0
             if ad["ShouldTransferFiles"] == "YES":
                 log.transfer("input", finished=False)
                 if self.fail_next_transfer:
@@ -406,7 +422,7 @@ class Scheduler:
                     raise transfer.TransferError(
                         HOLD_TRANSFER_INPUT_FAILED, 110,
                         f"Transfer input files failure (injected fault) for job {_job_id(key)}")
-                transfer.stage_in(ad, sandbox, self.origin, self._checkpoint_dir(key))
+                received = transfer.stage_in(ad, sandbox, self.origin, self._checkpoint_dir(key))
                 log.transfer("input", finished=True)
                 before = transfer.snapshot(sandbox)
             else:
@@ -423,6 +439,8 @@ class Scheduler:
                        HOLD_STARTER_ERROR, error.errno or 0)
             return
         now = int(time.time())
+        running.bytes_received = received
+        ad["BytesRecvd"] = ad.get("BytesRecvd", 0) + received
         self.running[key] = running
         slot.job = key
         slot.ad.update({"State": "Claimed", "Activity": "Busy", "RemoteOwner": ad["Owner"],
@@ -434,6 +452,9 @@ class Scheduler:
                    "PoolProcessCreateTime": running.create_time})
         if "AnnexName" in slot.ad:
             ad["MachineAttrAnnexName0"] = slot.ad["AnnexName"]
+        # What the slot gives the job: the Allocated column of the event log's resources table.
+        ad.update({f"{name}Provisioned": slot.ad[name] for name in ("Cpus", "Memory", "Disk", "GPUs")
+                   if name in slot.ad})
         self._set_status(ad, RUNNING)
         log.executing(slot.ad, str(sandbox))
         self.store.save(ad)
@@ -444,6 +465,7 @@ class Scheduler:
         del self.running[key]
         slot = next(slot for slot in self._slots() if slot.name == running.slot_name)
         log = UserLog(ad)
+        _record_usage(ad, running)
         if "CheckpointExitCode" in ad and returncode == ad["CheckpointExitCode"]:
             # Self-checkpointing job: keep its checkpoint and start it again on the same slot.
             transfer.save_checkpoint(ad, running.sandbox, self._checkpoint_dir(key))
@@ -451,29 +473,32 @@ class Scheduler:
             self._start(ad, slot)
             return
         succeeded = returncode == ad.get("SuccessExitCode", 0)
+        sent = 0
         if ad["ShouldTransferFiles"] == "YES":
             log.transfer("output", finished=False)
             try:
-                transfer.stage_out(ad, running.sandbox, self.origin, running.inputs_before, succeeded)
+                sent = transfer.stage_out(ad, running.sandbox, self.origin, running.inputs_before, succeeded)
             except transfer.TransferError as error:
                 self._release_slot(running)
                 self._hold(ad, str(error), error.code, error.subcode)
                 return
             log.transfer("output", finished=True)
+        ad["BytesSent"] = ad.get("BytesSent", 0) + sent
+        run_bytes = (sent, running.bytes_received)
         self._release_slot(running)
         ad["NumJobCompletions"] += 1
         if returncode < 0:
             ad.update({"ExitBySignal": True, "ExitSignal": -returncode})
-            log.terminated(None, signal=-returncode)
+            log.terminated(None, signal=-returncode, run_bytes=run_bytes)
         else:
             ad.update({"ExitBySignal": False, "ExitCode": returncode})
             retries = ad.get("JobMaxRetries")
             if not succeeded and retries is not None and ad["NumJobCompletions"] <= retries:
-                log.requeued_after_exit(returncode)
+                log.requeued_after_exit(returncode, run_bytes)
                 self._set_status(ad, IDLE)
                 self.store.save(ad)
                 return
-            log.terminated(returncode)
+            log.terminated(returncode, run_bytes=run_bytes)
         ad["CompletionDate"] = int(time.time())
         shutil.rmtree(self._checkpoint_dir(key), ignore_errors=True)
         self._set_status(ad, COMPLETED)

@@ -34,9 +34,29 @@ class RunningJob:
     peak_rss_kib: int = 0
     reported_rss_kib: int = 0
     stopping: str | None = None  # why the pool killed it, if it did
+    cpu_seconds: tuple[float, float] = (0.0, 0.0)  # (user, system) of the job's tree, once reaped
+    bytes_received: int = 0  # brought into the sandbox by the input transfer
 
     def poll(self) -> int | None:
-        return self.process.poll()
+        return self._reap(os.WNOHANG)
+
+    def _reap(self, options: int) -> int | None:
+        """Collect the exit status with the CPU the process and the children it waited for
+        used (wait4's rusage, what HTCondor's starter reports as the job's remote usage)."""
+        if self.process.returncode is None:
+            try:
+                pid, status, usage = os.wait4(self.process.pid, options)
+            except ChildProcessError:  # reaped elsewhere: no usage to report
+                return self.process.poll()
+            if pid == 0:
+                return None
+            self.cpu_seconds = (usage.ru_utime, usage.ru_stime)
+            self.process.returncode = os.waitstatus_to_exitcode(status)
+        return self.process.returncode
+
+    def disk_kib(self) -> int:
+        """What the job's sandbox holds now, in KiB (the starter's DiskUsage)."""
+        return -(-sum(path.stat().st_size for path in self.sandbox.rglob("*") if path.is_file()) // 1024)
 
     def rss_kib(self) -> int:
         """Resident memory of the job's whole process tree (what a cgroup would charge)."""
@@ -57,7 +77,7 @@ class RunningJob:
     def kill(self, why: str):
         self.stopping = why
         kill_process_group(self.process.pid)
-        self.process.wait()
+        self._reap(0)
 
 
 def kill_process_group(pid: int):

@@ -39,12 +39,14 @@ def origin_path(origin: Path, url: str) -> Path:
     return path
 
 
-def _copy(source: Path, destination: Path):
+def _copy(source: Path, destination: Path) -> int:
+    """Copy a file or a directory tree; returns the bytes copied (the job's BytesRecvd/BytesSent)."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     if source.is_dir():
         shutil.copytree(source, destination, dirs_exist_ok=True)
-    else:
-        shutil.copy2(source, destination)
+        return sum(path.stat().st_size for path in source.rglob("*") if path.is_file())
+    shutil.copy2(source, destination)
+    return source.stat().st_size
 
 
 def _failure(job, direction: str, name: str, why: str, errno: int = 2) -> TransferError:
@@ -67,10 +69,11 @@ def _sandbox_name(job, name: str) -> str:
     return str(Path(name)) if _keeps_relative_path(job, name) else Path(name.rstrip("/")).name
 
 
-def stage_in(job: classad2.ClassAd, sandbox: Path, origin: Path, checkpoint_dir: Path | None):
-    """Fill a fresh sandbox with what the job declared, plus its last checkpoint."""
+def stage_in(job: classad2.ClassAd, sandbox: Path, origin: Path, checkpoint_dir: Path | None) -> int:
+    """Fill a fresh sandbox with what the job declared, plus its last checkpoint; returns the bytes."""
     iwd = Path(job["Iwd"])
     sandbox.mkdir(parents=True)
+    received = 0
     for name in file_list(job.get("TransferInput", "")):
         try:
             source = origin_path(origin, name) if name.startswith(OSDF_PREFIX) else iwd / name
@@ -79,17 +82,18 @@ def stage_in(job: classad2.ClassAd, sandbox: Path, origin: Path, checkpoint_dir:
         if not source.exists():
             raise _failure(job, "input", name, "(errno 2) No such file or directory")
         if source.is_dir() and name.endswith("/"):
-            _copy(source, sandbox)
+            received += _copy(source, sandbox)
         else:
-            _copy(source, sandbox / _sandbox_name(job, name))
+            received += _copy(source, sandbox / _sandbox_name(job, name))
     if job.get("TransferExecutable", True):
         executable = Path(job["Cmd"])
         if not executable.is_file():
             raise _failure(job, "input", str(executable), "(errno 2) No such file or directory")
-        _copy(executable, sandbox / executable.name)
+        received += _copy(executable, sandbox / executable.name)
         os.chmod(sandbox / executable.name, 0o755)
     if checkpoint_dir is not None and checkpoint_dir.is_dir():
-        _copy(checkpoint_dir, sandbox)
+        received += _copy(checkpoint_dir, sandbox)
+    return received
 
 
 def snapshot(sandbox: Path) -> dict[str, tuple[float, int]]:
@@ -126,10 +130,11 @@ def output_names(job, sandbox: Path, before: dict) -> list[str]:
                   if name not in skip and before.get(name) != stamp)
 
 
-def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, succeeded: bool):
-    """Send the job's outputs back; a declared output that is missing fails the transfer.
-    With `when_to_transfer_output = ON_SUCCESS` a failed job sends back only stdout/stderr."""
+def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, succeeded: bool) -> int:
+    """Send the job's outputs back (returns the bytes); a declared output that is missing fails
+    the transfer. With `when_to_transfer_output = ON_SUCCESS` a failed job sends back only stdout/stderr."""
     send_files = succeeded or job.get("WhenToTransferOutput") != "ON_SUCCESS"
+    sent = 0
     for name in output_names(job, sandbox, before) if send_files else []:
         source = sandbox / name
         if not source.exists():
@@ -143,13 +148,14 @@ def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, 
             raise _failure(job, "output", str(source), f"(errno 17) the OSDF object {existing} already exists, "
                            "and OSDF objects are immutable: write a new name", errno=17)
         try:
-            _copy(source, destination)
+            sent += _copy(source, destination)
         except OSError as error:
             raise _failure(job, "output", str(source), str(error)) from None
     iwd = Path(job["Iwd"])
     for captured, attribute in ((STDOUT, "Out"), (STDERR, "Err")):
         if job[attribute] != "/dev/null" and (sandbox / captured).exists():
-            _copy(sandbox / captured, iwd / job[attribute])
+            sent += _copy(sandbox / captured, iwd / job[attribute])
+    return sent
 
 
 def save_checkpoint(job: classad2.ClassAd, sandbox: Path, checkpoint_dir: Path):

@@ -80,8 +80,9 @@ def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold:
     base = max(value for value in (peak, requested if held else None) if value is not None) \
         if peak is not None or (held and requested) else None
     suggested = step * math.ceil(base * (1 + headroom) / step) if base is not None else None
+    # Low use is worth a change only where the suggestion asks for less.
     flag = ("held for exceeding" if held else "over request" if use is not None and use > 1
-            else "low use" if use is not None and use < threshold else "")
+            else "low use" if use is not None and use < threshold and suggested < requested else "")
     text = (f"{group}: {label} peak {_fmt(peak, unit)} of {_fmt(requested, unit)} requested"
             + (f" ({use:.0%})" if use is not None else "")
             + (f", {len(held)} job(s) held for exceeding it" if held else "")
