@@ -7,6 +7,7 @@ started from garbage or from scratch would invalidate the whole run, so loading 
 first and raises CheckpointError naming the file.
 """
 
+import hashlib
 import os
 import random
 from pathlib import Path
@@ -37,6 +38,9 @@ def save(state: dict, path: Path) -> None:
 
 
 def load(path: Path) -> dict:
+    """The verified checkpoint with every tensor on the CPU, whatever device saved it: a chunk
+    trained on a GPU site resumes on a CPU-only one (load_state_dict then moves weights and
+    optimizer state to the model's device)."""
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"checkpoint {path} does not exist; rerun the chunk that writes it")
@@ -44,7 +48,7 @@ def load(path: Path) -> dict:
         integrity.verify(path)
     except WorkflowError as error:  # corrupt, never committed (no sidecar), unreadable sidecar
         raise CheckpointError(f"refusing to resume from {path}: {error}") from error
-    return torch.load(path, weights_only=True)
+    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def remove(path: Path) -> None:
@@ -65,9 +69,21 @@ def capture_rng() -> dict:
 
 
 def restore_rng(rng: dict) -> None:
+    """Restore what the saved states cover on this machine. A hop may change the device or the
+    GPU count: each GPU here gets its saved state where there is one; a GPU without one (the
+    chunk before ran on the CPU or on fewer GPUs) gets a seed derived from the saved CPU state,
+    so the stream is still a function of the run, not of the clock. Bitwise equality across such
+    a hop is impossible anyway (docs/protein_lm.md, "GPU-safe resume")."""
     random.setstate(rng["python"])
     n = rng["numpy"]
     np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached"]))
-    torch.set_rng_state(rng["torch"])
-    if rng["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(rng["cuda"])
+    torch.set_rng_state(rng["torch"].cpu())
+    if not torch.cuda.is_available():
+        return
+    saved = list(rng["cuda"])
+    fallback = int.from_bytes(hashlib.sha256(rng["torch"].cpu().numpy().tobytes()).digest()[:8], "big")
+    for index in range(torch.cuda.device_count()):
+        if index < len(saved):
+            torch.cuda.set_rng_state(saved[index].cpu(), index)
+        else:
+            torch.cuda.default_generators[index].manual_seed(fallback + index)

@@ -4,6 +4,7 @@ HTCondor writes the job's and the slot's ClassAds to files named by ``$_CONDOR_J
 ``$_CONDOR_MACHINE_AD``; outside HTCondor neither exists and the defaults apply.
 """
 
+import json
 import os
 import socket
 from pathlib import Path
@@ -29,6 +30,27 @@ def current_site() -> str:
 
 def current_host() -> str:
     return socket.gethostname()
+
+
+def provenance() -> dict:
+    """Where this process trains, for each epoch's record (issue 11.5): the site and slot from
+    the machine ad, the HTCondor job and what the plan asked of it from the job ad.
+
+    ``job`` is None outside HTCondor (the local executor, a test): nothing then says which job
+    or plan the epoch belongs to, and the comparison reports it as unchecked, never as checked.
+    """
+    machine, job = job_environment_ad("_CONDOR_MACHINE_AD"), job_environment_ad("_CONDOR_JOB_AD")
+    record = {"site": current_site(), "slot": None, "job": None, "planned_site": None, "job_rule": None, "job_wildcards": None}
+    if machine is not None and "Name" in machine:
+        record["slot"] = str(machine.eval("Name"))
+    if job is not None:
+        record["job"] = f"{job.eval('ClusterId')}.{job.eval('ProcId')}"
+        for key, attribute in (("planned_site", "TargetAnnexName"), ("job_rule", "HtcannexRule")):
+            if attribute in job:
+                record[key] = str(job.eval(attribute))
+        if "HtcannexWildcards" in job:
+            record["job_wildcards"] = json.loads(str(job.eval("HtcannexWildcards")))
+    return record
 
 
 def checkpoint_exit_code() -> int | None:

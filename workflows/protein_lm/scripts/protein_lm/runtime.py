@@ -19,11 +19,23 @@ def configure(threads: int) -> torch.device:
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
 
 
-def autocast(device: torch.device):
+def precision(device: torch.device) -> str:
     """bf16 autocast on GPUs (Ampere and later run it natively); full fp32 on CPU."""
-    if device.type == "cuda":
+    return "bf16-autocast" if device.type == "cuda" else "fp32"
+
+
+def autocast(device: torch.device):
+    if precision(device) == "bf16-autocast":
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def hardware(device: torch.device) -> dict:
+    """What a chunk ran on, recorded per chunk: twins are bitwise comparable only when every
+    chunk of both ran on the same kind of device, at the same precision, with the same torch."""
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    # str(): a TorchVersion is not among the types a weights_only load accepts.
+    return {"device": name, "precision": precision(device), "torch": str(torch.__version__)}
 
 
 def skip_exit_collections() -> None:

@@ -11,6 +11,7 @@ import dataclasses
 import enum
 import logging
 import math
+import os
 import random
 import time
 from dataclasses import dataclass
@@ -25,11 +26,16 @@ from .checkpoint import CheckpointError
 from .config import TrainParams
 from .data import SCORE_TERMS, load_splits
 from .model import ModelConfig, ProteinRegressor
-from .runtime import autocast, configure
+from .runtime import autocast, configure, hardware
 from .sequence import AVGFP
-from .job_environment import current_host, current_site
+from .job_environment import current_host, provenance
 
 log = logging.getLogger(__name__)
+
+# For the negative control only (tests, docs/protein_lm.md "Equivalence study"): set to
+# "fresh-optimizer" and a chunk resuming from checkpoint k-1 silently re-creates the optimizer
+# and the LR schedule, the resume bug the equivalence study must catch. Recorded in the segment.
+RESUME_BUG_VARIABLE = "PROTEIN_LM_INJECT_RESUME_BUG"
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,13 @@ def read_state(job: ChunkJob) -> dict:
     return state
 
 
+def resume_bug() -> str | None:
+    value = os.environ.get(RESUME_BUG_VARIABLE) or None
+    if value not in (None, "fresh-optimizer"):
+        raise ValueError(f"${RESUME_BUG_VARIABLE}={value!r}: the only injectable bug is 'fresh-optimizer'")
+    return value
+
+
 def train_step(model, optimizer, x: torch.Tensor, y: torch.Tensor, device: torch.device, grad_clip: float) -> float:
     """One optimizer step on a batch; returns the batch's mean squared error."""
     with autocast(device):
@@ -143,13 +156,19 @@ def train_chunk(job: ChunkJob) -> Outcome:
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, warmup_cosine(steps_per_epoch * job.total_epochs, job.params.warmup_fraction)
     )
+    injected_bug = resume_bug()
     if "model" in state:
         model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
+        if not (injected_bug and state["chunk"] != job.chunk):  # the bug hits hops, not self-checkpoint restarts
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
 
-    site, host = current_site(), current_host()
-    segment = {"chunk": job.chunk, "site": site, "host": host, "started": time.time(), "steps": 0}
+    # Where and how this chunk trains, for every epoch it finishes (provenance, issue 11.5;
+    # precision per chunk, so a comparison can tell a run that mixed devices).
+    where = provenance() | {"host": current_host()} | hardware(device)
+    segment = {"chunk": job.chunk, **where, "started": time.time(), "steps": 0}
+    if injected_bug:
+        segment["injected_resume_bug"] = injected_bug
     position, rng = state["position"], state["rng"]
     partial = state["partial_epoch"] or {"loss_sum": 0.0, "samples": 0, "wall_s": 0.0}
     sampler = torch.Generator()
@@ -189,8 +208,7 @@ def train_chunk(job: ChunkJob) -> Outcome:
                     return Outcome.CHECKPOINTED
         state["history"].append({
             "epoch": epoch + 1, "chunk": job.chunk, "train_loss": partial["loss_sum"] / partial["samples"],
-            "wall_s": partial["wall_s"] + time.perf_counter() - epoch_started, "site": site, "host": host,
-            "finished": time.time(),
+            "wall_s": partial["wall_s"] + time.perf_counter() - epoch_started, **where, "finished": time.time(),
         })
         log.info("epoch %(epoch)d (chunk %(chunk)d) on %(site)s: train loss %(train_loss).4f, %(wall_s).1f s", state["history"][-1])
         position = {"epoch": epoch + 1, "step": 0, "sampler": sampler.get_state()}
