@@ -5,8 +5,8 @@ largest request against the largest observed peak of the jobs that report one;
 a request is flagged when the peak is below `threshold` of it (used too little:
 ask for less, match sooner, waste less annex time), above it (a site that enforces
 the request would hold the job), or when a job was held for exceeding it. The
-suggestion is the peak plus `headroom`, rounded up to the resource's step; after
-a hold the peak seen may be cut short, so it is at least the request plus headroom.
+suggestion is the peak plus `headroom`, rounded up to the resource's step; a held
+job's peak may be cut short, so its request (which it exceeded) plus headroom is a floor.
 It is written in HTCondor's submit command and in Snakemake's resource name.
 """
 import math
@@ -76,16 +76,18 @@ def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold:
         return None
     requested = max(requests) * scale if requests else None
     peak = max(peaks) * scale if peaks else None
+    # A held job exceeded its own request: that request is a floor for the suggestion.
+    held_at = max((getattr(job, requested_field) * scale for job in held
+                   if getattr(job, requested_field) is not None), default=None)
     use = peak / requested if peak is not None and requested else None
-    base = max(value for value in (peak, requested if held else None) if value is not None) \
-        if peak is not None or (held and requested) else None
-    suggested = step * math.ceil(base * (1 + headroom) / step) if base is not None else None
+    floor = [value for value in (peak, held_at) if value is not None]
+    suggested = max(step, step * math.ceil(max(floor) * (1 + headroom) / step)) if floor else None
     # Low use is worth a change only where the suggestion asks for less.
     flag = ("held for exceeding" if held else "over request" if use is not None and use > 1
             else "low use" if use is not None and use < threshold and suggested < requested else "")
     text = (f"{group}: {label} peak {_fmt(peak, unit)} of {_fmt(requested, unit)} requested"
             + (f" ({use:.0%})" if use is not None else "")
-            + (f", {len(held)} job(s) held for exceeding it" if held else "")
+            + (f", {len(held)} job(s) held for exceeding {_fmt(held_at, unit)}" if held else "")
             + (f"; suggest {command} = {suggested}{unit} (Snakemake: {snakemake_name}={suggested})"
                if suggested is not None and flag else ""))
     return Advice(group=group, resource=label, jobs=len(peaks), requested=requested, peak=peak, use=use,
