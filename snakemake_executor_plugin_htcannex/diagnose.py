@@ -25,15 +25,11 @@ from typing import Optional
 
 import classad2
 import htcondor2
+from htcondor_codes import JobStatus, status_word
 
+from .holds import Hold
 from .sites import Catalogue, Site
-from .tracking import (HOLD_SUBMITTED_ON_HOLD, HOLD_TRANSFER_INPUT, HOLD_TRANSFER_OUTPUT, disk_hold,
-                       memory_hold, output_object_exists)
 
-IDLE, RUNNING, REMOVED, COMPLETED, HELD = 1, 2, 3, 4, 5
-STATUS_WORDS = {IDLE: "idle", RUNNING: "running", REMOVED: "removed", COMPLETED: "completed", HELD: "held"}
-HOLD_BY_USER = 1
-HOLD_EXECUTE_DURATION = 47
 # Annex START, as HTCondor's annexes (and the embedded pool) set it.
 ANNEX_START = '(MY.AnnexName =?= TARGET.TargetAnnexName) && (TARGET.Owner == "{owner}")'
 ATTRIBUTE = re.compile(r"\b(?:(MY|TARGET)\.)?([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()")
@@ -205,55 +201,11 @@ def catalogue_slot_ad(site: Site, owner: str) -> classad2.ClassAd:
     return ad
 
 
-def explain_hold(code: Optional[int], subcode: Optional[int], reason: str, rule: str,
+def explain_hold(code: Optional[int], subcode: Optional[int], reason: str, rule: str, job_id: str,
                  target_annex: Optional[str] = None) -> list[str]:
-    """The hold in plain words and what to change, by HoldReasonCode."""
-    lines = [f"held: {reason} (HoldReasonCode {code}, HoldReasonSubCode {subcode})"]
-    if memory_hold(code, subcode):
-        lines += [
-            "It used more memory than it asked for, and HTCondor stopped it.",
-            f"Fix: give rule {rule} more memory, growing with the attempt so that a retry asks for more: "
-            "resources: mem_mb=lambda wildcards, attempt: 4000 * attempt  (the executor removes the held "
-            "job and Snakemake's --retries resubmits it, on the next site of the rotation).",
-        ]
-    elif disk_hold(code, subcode):
-        lines += [
-            "It wrote more to its scratch directory than it asked for, and HTCondor stopped it.",
-            f"Fix: give rule {rule} more disk, growing with the attempt: "
-            "resources: disk_mb=lambda wildcards, attempt: 20000 * attempt",
-        ]
-    elif output_object_exists(code, subcode, reason):
-        lines += [
-            "Its output would replace an OSDF object that already exists; OSDF objects are immutable "
-            "(caches keep serving the first bytes written under a name), so nothing was written.",
-            "Fix: give every chunk's output a new name (the run and chunk in the path); to redo this chunk "
-            "on purpose, delete or rename the object at the origin first. Releasing the job fails again.",
-        ]
-    elif code in (HOLD_TRANSFER_INPUT, HOLD_TRANSFER_OUTPUT):
-        direction = "input" if code == HOLD_TRANSFER_INPUT else "output"
-        lines += [
-            f"Moving its {direction} files failed. The reason above names the file or URL.",
-            "Fix: check that file exists (for osdf:// objects: the object path, its .sha256 sidecar, "
-            "your token; an output object that already exists cannot be written again, OSDF objects are "
-            "immutable). Transient failures are released automatically (--htcannex-hold-releases).",
-        ]
-    elif code == HOLD_EXECUTE_DURATION:
-        lines += [
-            "It ran longer than its runtime allows (allowed_execute_duration / JobDurationCategory).",
-            "Fix: split the chunk: fewer epochs_per_job and more chunks, so each job ends well inside "
-            "the limit (20 h for JobDurationCategory Medium, 40 h for Long), or raise resources: runtime.",
-        ]
-    elif code == HOLD_SUBMITTED_ON_HOLD or (code == HOLD_BY_USER and target_annex):
-        lines += [
-            f"It waits for its annex {target_annex} to come up; the executor releases it then.",
-            "Fix: see the annex analysis below; if the annex never comes up the executor moves the job "
-            "to the next site of its rotation after the idle timeout (annex: idle_timeout).",
-        ]
-    elif code == HOLD_BY_USER:
-        lines += ["Someone (you, or a policy) held it. Fix: `condor_release` it, or let Snakemake re-run it."]
-    else:
-        lines += ["Fix: read the reason above; `condor_release` the job once the cause is fixed."]
-    return lines
+    """The hold in plain words and what to change (holds.py has the words)."""
+    hold = Hold(code, subcode, reason)
+    return [f"held: {hold.headline()}", *hold.explanation(rule, job_id, target_annex)]
 
 
 def diagnose(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue], collector) -> list[str]:
@@ -264,15 +216,15 @@ def diagnose(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue], collector
     annex = job_ad.get("TargetAnnexName")
     lines = [f"job {job_id} (rule {rule}"
              + (f", site {job_ad['HtcannexSite']}" if "HtcannexSite" in job_ad else "")
-             + f") is {STATUS_WORDS.get(status, status)}"]
-    if status == HELD:
+             + f") is {status_word(status)}"]
+    if status == JobStatus.HELD:
         lines += explain_hold(job_ad.get("HoldReasonCode"), job_ad.get("HoldReasonSubCode"),
-                              job_ad.get("HoldReason", ""), rule, annex)
-    elif status == RUNNING:
+                              job_ad.get("HoldReason", ""), rule, job_id, annex)
+    elif status == JobStatus.RUNNING:
         return lines + [f"running on {job_ad.get('RemoteHost', '?')}: nothing to explain"]
-    elif status in (REMOVED, COMPLETED):
+    elif status in (JobStatus.REMOVED, JobStatus.COMPLETED):
         return lines + ["it has left the queue: nothing to explain"]
-    if status in (IDLE, HELD):
+    if status in (JobStatus.IDLE, JobStatus.HELD):
         lines += match_report(job_ad, catalogue, collector)
     return lines
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import AsyncGenerator, Optional
 
 import htcondor2
+from htcondor_codes import JobStatus
 from snakemake_interface_common.exceptions import WorkflowError
 from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
@@ -25,8 +26,9 @@ from . import schedd as schedd_seam
 from .annex import AnnexLedger, AnnexManager, AnnexState, EmbeddedBackend, HtcondorCliBackend
 from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit, job_signature, transfer_root
 from .rotation import RotationError, plan_report
+from .holds import Hold, memory_for_retry
 from .sites import Catalogue, HtcannexConfigError, SiteRefusal, load_catalogue
-from .tracking import HOLD_SUBMITTED_ON_HOLD, EventLogTracker, HoldPolicy, JobPhase
+from .tracking import EventLogTracker, HoldPolicy, JobPhase
 from .units import UnitError, parse_duration_s
 
 STATE_DIR = Path(".htcannex")
@@ -48,6 +50,8 @@ class Executor(RemoteExecutor):
         # RemoteExecutor.__init__ starts the status thread before __post_init__,
         # and that thread calls check_active_jobs at once: it must find this.
         self._runtime: Optional[_Runtime] = None
+        # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold
+        self._memory_floor: dict[str, int] = {}
         super().__init__(workflow, logger)
 
     def __post_init__(self):
@@ -102,9 +106,10 @@ class Executor(RemoteExecutor):
         where = f" on {site.name}" if site else ""
         self.logger.info(f"Submitted job {job.jobid} as HTCondor job {job_id}{where}"
                          + (" (held until its annex is up)" if hold_for_annex else ""))
-        self._track(job, job_id, site, hold_for_annex, stderr=submit.get("error"))
+        self._track(job, job_id, site, hold_for_annex, stderr=submit.get("error"), spec=spec)
 
-    def _track(self, job: JobExecutorInterface, job_id: str, site, held_for_annex: bool, stderr) -> None:
+    def _track(self, job: JobExecutorInterface, job_id: str, site, held_for_annex: bool, stderr,
+               spec: JobSpec) -> None:
         self.report_job_submission(SubmittedJobInfo(
             job, external_jobid=job_id,
             aux={
@@ -112,6 +117,7 @@ class Executor(RemoteExecutor):
                 "held_for_annex": held_for_annex,
                 "waiting_since": time.time(),
                 "stderr": stderr,  # relative to the submit directory, here
+                "spec": spec,
             },
         ))
 
@@ -126,10 +132,11 @@ class Executor(RemoteExecutor):
         if surplus:
             self._remove(surplus, f"duplicate of HTCondor job {recovery.job_id(ad)}")
         site = runtime.config.sites.get(ad.get("HtcannexSite"))
-        held_for_annex = ad["JobStatus"] == recovery.HELD and ad.get("HoldReasonCode") == HOLD_SUBMITTED_ON_HOLD
+        held_for_annex = (ad["JobStatus"] == JobStatus.HELD
+                          and Hold(ad.get("HoldReasonCode"), ad.get("HoldReasonSubCode")).ours)
         self.logger.info(f"Adopted HTCondor job {recovery.job_id(ad)} for job {job.jobid}: it was submitted "
                          "before Snakemake restarted and is still queued, so it is not submitted again")
-        self._track(job, recovery.job_id(ad), site, held_for_annex, stderr=ad.get("Err"))
+        self._track(job, recovery.job_id(ad), site, held_for_annex, stderr=ad.get("Err"), spec=spec)
         return True
 
     def _adopt_finished(self, job: JobExecutorInterface, signature: str) -> bool:
@@ -227,6 +234,8 @@ class Executor(RemoteExecutor):
                 runtime.connection.schedd.act(htcondor2.JobAction.Release, record.job_id, reason=message)
                 return True
             self._remove(record.job_id, "held: " + secrets.redact(record.hold_reason or ""))
+            if record.hold.needs_more_memory:
+                message += self._more_memory_next_time(aux["spec"])
             self.report_job_error(job_info, msg=message + " ")
             return False
         # Idle: released, or evicted when its annex expired. An annex job idle too
@@ -244,6 +253,19 @@ class Executor(RemoteExecutor):
         ads = runtime.connection.schedd.query(_job_constraint(job_info.external_jobid), projection=[])
         stuck = ads and recovery.stuck_on_annex(runtime.connection.collector, ads[0], site.annex_name)
         return self._move_or_fail(job_info, stuck, ads[0]) if stuck else True
+
+    def _more_memory_next_time(self, spec: JobSpec) -> str:
+        """Remember that this job's next attempt asks for more memory than the held one did, whatever
+        the hold's code (34, 26, 21: holds.py): a retry with the same request is held the same way."""
+        held_with = spec.resources.get("mem_mb")
+        if not isinstance(held_with, int):
+            return ""
+        floor = memory_for_retry(held_with)
+        self._memory_floor[self._signature(spec)] = floor
+        return f" A retry asks for at least {floor} MB (it was held with {held_with} MB)."
+
+    def _signature(self, spec: JobSpec) -> str:
+        return job_signature(spec.rule, spec.outputs, self._runtime.submit_options.workdir)
 
     def _wait_for_annex(self, job_info: SubmittedJobInfo) -> bool:
         runtime = self._runtime
@@ -323,19 +345,24 @@ class Executor(RemoteExecutor):
         # chain with &&), quoted for a shell: hand it to one, never re-quote it.
         shell_path, command = direct or ("/bin/sh", self.format_job_exec(job))
         resources = dict(job.resources.items())
-        return JobSpec(
+        resources = resources if direct else _with_room_for_snakemake(resources)
+        spec = JobSpec(
             rule=job.name,
             jobid=job.jobid,
             argv=[shell_path, "-c", _in_sandbox_workdir(
                 recovery.with_checkpoint_exit(_creating_logs(command, _logs(job))),
                 self._runtime.submit_options.sandbox_workdir)],
             wildcards=_wildcards_of(job),
-            resources=resources if direct else _with_room_for_snakemake(resources),
+            resources=resources,
             threads=job.threads,
             attempt=job.attempt,
             ships_workflow_sources=direct is None,
             **files,
         )
+        floor = self._memory_floor.get(self._signature(spec))
+        if floor is not None and resources.get("mem_mb", 0) < floor:
+            spec = dataclasses.replace(spec, resources=_with_memory(resources, floor))
+        return spec
 
     def _print_plan(self) -> None:
         config = self._runtime.config
@@ -396,6 +423,12 @@ def _with_room_for_snakemake(resources: dict) -> dict:
         resources = {name: value for name, value in resources.items() if name not in ("mem", "mem_mib")}
         resources["mem_mb"] += SPAWNED_SNAKEMAKE_MB
     return resources
+
+
+def _with_memory(resources: dict, mem_mb: int) -> dict:
+    """`resources` asking for `mem_mb` of memory (Snakemake's other spellings of it dropped)."""
+    return {**{name: value for name, value in resources.items() if name not in ("mem", "mem_mib")},
+            "mem_mb": mem_mb}
 
 
 def _job_constraint(job_id: str) -> str:

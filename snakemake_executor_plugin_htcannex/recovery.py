@@ -24,8 +24,9 @@ import json
 from typing import Callable, Iterable, Optional
 
 import classad2
+from htcondor_codes import JobStatus
 
-from .diagnose import COMPLETED, HELD, IDLE, RUNNING, analyse_slot, catalogue_slot_ad, live_slots
+from .diagnose import analyse_slot, catalogue_slot_ad, live_slots
 from .rotation import Rotation
 from .sites import Site
 
@@ -35,7 +36,7 @@ QUEUED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "HtcannexSignature", "H
                      "QDate", "Err"]
 FINISHED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "ExitCode", "HtcannexSignature", "HtcannexSite"]
 # Which of several queued copies of one job to keep: the one furthest along.
-PREFERENCE = {RUNNING: 0, IDLE: 1, HELD: 2}
+PREFERENCE = {JobStatus.RUNNING: 0, JobStatus.IDLE: 1, JobStatus.HELD: 2}
 
 
 def with_checkpoint_exit(command: str) -> str:
@@ -67,7 +68,7 @@ class QueuedJobs:
             self._by_signature = {}
             for ad in self.schedd.query(
                 constraint=f"HtcannexSignature isnt undefined && "
-                           f"(JobStatus == {IDLE} || JobStatus == {RUNNING} || JobStatus == {HELD})",
+                           f"(JobStatus == {JobStatus.IDLE:d} || JobStatus == {JobStatus.RUNNING:d} || JobStatus == {JobStatus.HELD:d})",
                 projection=QUEUED_PROJECTION,
             ):
                 self._by_signature.setdefault(ad["HtcannexSignature"], []).append(ad)
@@ -104,7 +105,7 @@ class FinishedJobs:
         ad = self._by_id.get(marked.pop())
         if ad is None or ad.get("HtcannexSignature") != signature:
             return None
-        return ad if ad["JobStatus"] == COMPLETED and ad.get("ExitCode") == 0 else None
+        return ad if ad["JobStatus"] == JobStatus.COMPLETED and ad.get("ExitCode") == 0 else None
 
     def _read(self) -> dict:
         # A marker may hold another executor's id (a run begun with --executor slurm).

@@ -14,6 +14,8 @@ from typing import Optional
 import htcondor2
 from htcondor2 import JobEventType
 
+from .holds import Hold, HoldKind
+
 
 class JobPhase(enum.Enum):
     IDLE = "idle"
@@ -26,52 +28,6 @@ class JobPhase(enum.Enum):
     @property
     def finished(self) -> bool:
         return self in (JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.REMOVED)
-
-
-# HoldReasonCode values (HTCondor's "Hold Reason Codes" table) the plugin treats specially.
-HOLD_SUBMITTED_ON_HOLD = 15  # our own `hold = true` while the job's annex comes up
-HOLD_TRANSFER_OUTPUT = 12
-HOLD_TRANSFER_INPUT = 13
-HOLD_OUT_OF_RESOURCES = 34  # JobOutOfResources: the HoldReasonSubCode names the resource
-TRANSIENT_HOLD_CODES = (HOLD_TRANSFER_OUTPUT, HOLD_TRANSFER_INPUT)
-# HoldReasonSubCode values: of code 34, the resource; of a transfer hold, the errno.
-SUBCODE_MEMORY = 102
-SUBCODE_DISK = 104
-ENOENT = 2
-EEXIST = 17
-
-
-def memory_hold(code: Optional[int], subcode: Optional[int]) -> bool:
-    """Held for using more memory than requested: code 34, subcode 102. Before HTCondor
-    enforced disk (subcode 104), code 34 meant memory only and came with subcode 0."""
-    return code == HOLD_OUT_OF_RESOURCES and subcode in (SUBCODE_MEMORY, 0, None)
-
-
-def disk_hold(code: Optional[int], subcode: Optional[int]) -> bool:
-    """Held for writing more to its scratch directory than requested: code 34, subcode 104."""
-    return code == HOLD_OUT_OF_RESOURCES and subcode == SUBCODE_DISK
-
-
-def output_object_exists(code: Optional[int], subcode: Optional[int], reason: Optional[str]) -> bool:
-    """An output transfer refused because its destination, an immutable OSDF object,
-    already exists: subcode EEXIST, as the embedded pool holds it. A real transfer plugin's
-    failure does not always carry that errno (what a Pelican upload reports here is
-    unchecked), so the reason's words count too. Releasing it fails the same way again."""
-    return code == HOLD_TRANSFER_OUTPUT and (subcode == EEXIST or "already exists" in (reason or ""))
-
-
-def missing_output(record: "JobRecord") -> bool:
-    """An output transfer hold because a listed output does not exist: HTCondor's
-    way of reporting a job whose command failed before writing its outputs.
-    Releasing it only runs the failing command again."""
-    return (record.hold_code == HOLD_TRANSFER_OUTPUT and record.hold_subcode == ENOENT
-            and not output_object_exists(record.hold_code, record.hold_subcode, record.hold_reason))
-
-
-def lasting_hold(record: "JobRecord") -> bool:
-    """A transfer hold that a release cannot cure."""
-    return missing_output(record) or output_object_exists(record.hold_code, record.hold_subcode,
-                                                          record.hold_reason)
 
 
 @dataclass
@@ -91,6 +47,10 @@ class JobRecord:
     hold_subcode: Optional[int] = None
     return_value: Optional[int] = None
     end_reason: Optional[str] = None  # abnormal termination or removal, in words
+
+    @property
+    def hold(self) -> Hold:
+        return Hold(self.hold_code, self.hold_subcode, self.hold_reason or "")
 
 
 def job_id_of(event) -> str:
@@ -246,15 +206,11 @@ class HoldPolicy:
 
     def decide(self, record: JobRecord, rule: str) -> Optional[HoldDecision]:
         """None for our own hold (leave it to the annex lifecycle)."""
-        if record.hold_code == HOLD_SUBMITTED_ON_HOLD:
+        hold = record.hold
+        if hold.ours:
             return None
         released = self._releases.get(record.job_id, 0)
-        if (
-            self.mode == "release-transient"
-            and record.hold_code in TRANSIENT_HOLD_CODES
-            and not lasting_hold(record)
-            and released < self.max_releases
-        ):
+        if self.mode == "release-transient" and hold.releasable and released < self.max_releases:
             self._releases[record.job_id] = released + 1
             return HoldDecision(
                 True,
@@ -266,43 +222,9 @@ class HoldPolicy:
 
 def describe_hold(record: JobRecord, rule: str, releases: int = 0) -> str:
     """The error shown to the user for a hold that fails the job: reason and fix."""
-    what = (
-        f"HTCondor job {record.job_id} (rule {rule}) was held: {record.hold_reason} "
-        f"(HoldReasonCode {record.hold_code}, HoldReasonSubCode {record.hold_subcode})."
-    )
-    if memory_hold(record.hold_code, record.hold_subcode):
-        fix = (
-            f"The job used more memory than it requested. Give rule {rule} more, growing "
-            f"with the attempt so `--retries` asks for more: "
-            f"resources: mem_mb=lambda wildcards, attempt: 4000 * attempt"
-        )
-    elif disk_hold(record.hold_code, record.hold_subcode):
-        fix = (
-            f"The job wrote more to its scratch directory than it requested. Give rule {rule} "
-            f"more disk, growing with the attempt: resources: disk_mb=lambda wildcards, attempt: 20000 * attempt"
-        )
-    elif output_object_exists(record.hold_code, record.hold_subcode, record.hold_reason):
-        fix = (
-            "Its output would replace an OSDF object that already exists, and OSDF objects are "
-            "immutable (caches keep serving the first bytes written under a name), so nothing "
-            "was written. Fix: give every chunk's output a new name (put the run and chunk in "
-            "the path, e.g. .../run{run}/ckpt-{chunk}.pt); to redo this chunk on purpose, "
-            "delete or rename the object at the origin first, then run again."
-        )
-    elif missing_output(record):
-        fix = (
-            "The job ended without writing that output, so its command most likely failed; "
-            "HTCondor reports this as an output-transfer hold (with no exit code and no stderr "
-            f"back). Run the rule locally or see `htcannex why {record.job_id}`."
-        )
-    elif record.hold_code in TRANSIENT_HOLD_CODES:
-        fix = (
-            f"File transfer failed"
-            + (f" again after {releases} release(s)" if releases else "")
-            + "; check that the input files exist and that the execute site can reach "
-            "them (OSDF URLs, disk quota). With --retries the next attempt goes to the "
-            "next site."
-        )
-    else:
-        fix = f"Run `htcannex why {record.job_id}` for the match analysis."
-    return f"{what} {fix} The job was removed from the queue."
+    hold = record.hold
+    what = f"HTCondor job {record.job_id} (rule {rule}) was held: {hold.headline()}."
+    again = (f" It failed again after {releases} release(s)."
+             if releases and hold.kind is HoldKind.TRANSFER else "")
+    fix = " ".join(hold.explanation(rule, record.job_id, record.annex))
+    return f"{what}{again} {fix} The job was removed from the queue."

@@ -143,15 +143,38 @@ def test_transient_hold_released_a_bounded_number_of_times(log):
     assert "5.0" in final.message and "rule train" in final.message
 
 
-@pytest.mark.parametrize("subcode", [102, 0])  # 0: older HTCondor, when code 34 meant memory only
-def test_memory_hold_fails_with_the_fix(log, subcode):
+@pytest.mark.parametrize("code, subcode, reason", [
+    (34, 102, "Memory usage exceeded request"),  # cgroups enforce request_memory
+    (34, 0, "Memory usage exceeded request"),  # older HTCondor, when code 34 meant memory only
+    (26, 0, "memory usage 411 MB exceeded request_memory 100 MB"),  # SYSTEM_PERIODIC_HOLD, as on realpool
+    (21, 102, "The startd put this job on hold."),  # an execute point's WANT_HOLD
+])
+def test_memory_hold_of_every_kind_fails_with_the_fix(log, code, subcode, reason):
     tracker = EventLogTracker(log.path)
-    log(submit("006.000"), held("006.000", 34, subcode, reason="Memory usage exceeded request"))
+    log(submit("006.000"), held("006.000", code, subcode, reason=reason))
     tracker.poll()
-    decision = HoldPolicy().decide(tracker.jobs["6.0"], "train_chunk")
-    assert not decision.release
-    assert "Memory usage exceeded request" in decision.message
+    record = tracker.jobs["6.0"]
+    decision = HoldPolicy().decide(record, "train_chunk")
+    assert not decision.release and record.hold.needs_more_memory
+    assert reason in decision.message
     assert "mem_mb=lambda wildcards, attempt" in decision.message
+
+
+def test_a_policy_hold_on_something_else_is_not_a_memory_hold(log):
+    tracker = EventLogTracker(log.path)
+    log(submit("017.000"), held("017.000", 26, 0, reason="The job restarted more than 10 times"))
+    tracker.poll()
+    record = tracker.jobs["17.0"]
+    assert not record.hold.needs_more_memory and "mem_mb" not in HoldPolicy().decide(record, "r").message
+
+
+def test_output_permission_hold_says_the_submit_dir_is_not_writable(log):
+    tracker = EventLogTracker(log.path)
+    log(submit("018.000"), held("018.000", 12, 13, reason="Transfer output files failure: Permission denied"))
+    tracker.poll()
+    decision = HoldPolicy("release-transient").decide(tracker.jobs["18.0"], "train_chunk")
+    assert not decision.release  # the directory stays unwritable: a release fails the same way
+    assert "not writable by the user the job runs as" in decision.message
 
 
 def test_disk_hold_asks_for_disk_not_memory(log):

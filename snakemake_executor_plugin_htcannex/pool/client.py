@@ -22,6 +22,7 @@ import htcondor2
 import psutil
 
 from . import protocol
+from .policy import PolicyConfigError, PoolPolicy
 
 DEFAULT_SPOOL = Path(".htcannex/pool")
 # The daemon imports this package as the top-level package `pool`: importing it
@@ -67,13 +68,22 @@ def _checked_slots(slots) -> list[dict]:
 class Pool:
     def __init__(self, spool_dir: str | os.PathLike | None = None, *, idle_exit_s: float = 1800.0,
                  cycle_s: float = 0.1, slots: list[dict] | None = None,
-                 origin_dir: str | os.PathLike | None = None, start_timeout_s: float = 30.0):
+                 origin_dir: str | os.PathLike | None = None, start_timeout_s: float = 30.0,
+                 config: dict | None = None):
+        """`config`: the pool's policies by HTCondor macro name (pool/policy.py), saved in the spool
+        for every daemon that serves it; None keeps what the spool has (default: cgroup limits)."""
         spool = spool_dir or os.environ.get("HTCANNEX_POOL_DIR") or DEFAULT_SPOOL
         self.spool_dir = Path(spool).resolve()
         self.origin_dir = Path(origin_dir).resolve() if origin_dir else self.spool_dir / "osdf-origin"
         self.idle_exit_s, self.cycle_s = idle_exit_s, cycle_s
         self.slots = _checked_slots(slots) if slots is not None else default_slots()
         self.start_timeout_s = start_timeout_s
+        if config is not None:
+            try:
+                self.spool_dir.mkdir(parents=True, exist_ok=True)
+                PoolPolicy.save(self.spool_dir, config)
+            except PolicyConfigError as error:
+                raise PoolRequestError(str(error)) from None
         self.socket_path = self.spool_dir / protocol.SOCKET_NAME
         if len(str(self.socket_path)) > protocol.MAX_SOCKET_PATH:
             raise PoolError(f"pool spool directory {self.spool_dir} is too deep for a Unix socket "

@@ -133,9 +133,9 @@ class UserLog:
                      f"\t{rss_kib}  -  ResidentSetSize of job (KB)"])
 
     def held(self, reason: str, code: int, subcode: int):
-        # The reason is one line in the log format; a newline would end the event early.
+        # The reason is one line in the log format; a line break would end the event early.
         self._write(12, "Job was held.",
-                    [f"\t{' '.join(reason.split())}", f"\tCode {code} Subcode {subcode}"])
+                    [f"\t{' '.join(reason.splitlines())}", f"\tCode {code} Subcode {subcode}"])
 
     def released(self, reason: str):
         self._write(13, "Job was released.", [f"\t{reason}"])

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import classad2
 import htcondor2
+from htcondor_codes import HoldCode, JobStatus
 
 from . import quoting, units
-from .states import HELD, HOLD_BY_USER, IDLE
 
 UNIVERSES = {"vanilla": 5, "container": 14}
 # Commands whose value is a ClassAd expression stored under an ad attribute.
@@ -129,10 +129,10 @@ class ClusterBuilder:
             ad[attribute] = _expression(key, description.expand(key))
         self._set_requirements(ad, get)
         if _boolean("hold", get("hold", "false")):
-            ad.update({"JobStatus": HELD, "HoldReason": "submitted on hold at user's request",
-                       "HoldReasonCode": HOLD_BY_USER, "HoldReasonSubCode": 0})
+            ad.update({"JobStatus": JobStatus.HELD, "HoldReason": "submitted on hold at user's request",
+                       "HoldReasonCode": HoldCode.SubmittedOnHold, "HoldReasonSubCode": 0})
         else:
-            ad["JobStatus"] = IDLE
+            ad["JobStatus"] = JobStatus.IDLE
         return ad
 
     def _set_universe(self, ad, get):

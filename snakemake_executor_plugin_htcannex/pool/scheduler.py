@@ -11,13 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import classad2
+from htcondor_codes import HoldCode, JobStatus, OutOfResources, status_word
 
 from . import jobads, starter, transfer
 from .eventlog import UserLog, open_log
+from .policy import PoolPolicy
 from .slots import Annex, Slot, free_disk_kib, ordinary_slots
-from .states import (COMPLETED, HELD, HOLD_BY_USER, HOLD_EXECUTE_DURATION,
-                     HOLD_JOB_POLICY_MEMORY, HOLD_MEMORY_SUBCODE, HOLD_PERIODIC_HOLD, HOLD_STARTER_ERROR,
-                     HOLD_TRANSFER_INPUT_FAILED, IDLE, NAMES, REMOVED, RUNNING)
 from .store import QueueStore
 
 ACTIONS = ("Hold", "Release", "Remove", "RemoveX", "Vacate", "VacateFast")
@@ -85,6 +84,7 @@ class Scheduler:
     def __init__(self, spool: Path, origin: Path, ordinary_slot_specs: list[dict],
                  on_job_exit: Callable[[], None] = lambda: None):
         self.spool, self.origin = spool, origin
+        self.policy = PoolPolicy.load(spool)
         self.on_job_exit = on_job_exit  # called from a waiter thread as soon as a job's process exits
         self.execute_dir = spool / "execute"
         self.checkpoint_dir = spool / "checkpoints"
@@ -109,7 +109,7 @@ class Scheduler:
         """Jobs a previous daemon was running go back to idle and run again, as after
         a schedd restart without job reconnection; their leftover processes are killed."""
         for ad in self.jobs.values():
-            if ad["JobStatus"] == RUNNING:
+            if ad["JobStatus"] == JobStatus.RUNNING:
                 if "PoolProcessId" in ad:
                     starter.kill_leftover(ad["PoolProcessId"], ad["PoolProcessCreateTime"])
                 self._become_idle_after_eviction(ad)
@@ -123,7 +123,7 @@ class Scheduler:
 
     def has_work(self) -> bool:
         """Whether the daemon must stay up: jobs that can still change state on their own."""
-        return any(ad["JobStatus"] in (IDLE, RUNNING) or "PeriodicRelease" in ad or "PeriodicRemove" in ad
+        return any(ad["JobStatus"] in (JobStatus.IDLE, JobStatus.RUNNING) or "PeriodicRelease" in ad or "PeriodicRemove" in ad
                    for ad in self.jobs.values())
 
     # ---- client requests
@@ -147,7 +147,7 @@ class Scheduler:
             self.jobs[_key(ad)] = ad
             log = UserLog(ad)
             log.submitted()
-            if ad["JobStatus"] == HELD:
+            if ad["JobStatus"] == JobStatus.HELD:
                 log.held(ad["HoldReason"], ad["HoldReasonCode"], ad["HoldReasonSubCode"])
         self.negotiate_needed = True
         return {"cluster": cluster, "first_proc": 0, "num_procs": len(ads)}
@@ -186,13 +186,13 @@ class Scheduler:
     def _act_on(self, action: str, ad: classad2.ClassAd, reason: str) -> bool:
         """Apply one action to one job; False if the job's status does not allow it."""
         status = ad["JobStatus"]
-        if action == "Hold" and status in (IDLE, RUNNING):
-            self._hold(ad, reason, HOLD_BY_USER, 0)
-        elif action == "Release" and status == HELD:
+        if action == "Hold" and status in (JobStatus.IDLE, JobStatus.RUNNING):
+            self._hold(ad, reason, HoldCode.UserRequest, 0)
+        elif action == "Release" and status == JobStatus.HELD:
             self._release(ad, reason)
         elif action in ("Remove", "RemoveX"):
             self._remove(ad, reason)
-        elif action in ("Vacate", "VacateFast") and status == RUNNING:
+        elif action in ("Vacate", "VacateFast") and status == JobStatus.RUNNING:
             self._evict(ad, reason)
         else:
             return False
@@ -263,7 +263,8 @@ class Scheduler:
     def status(self) -> dict:
         counts = {}
         for ad in self.jobs.values():
-            counts[NAMES[ad["JobStatus"]]] = counts.get(NAMES[ad["JobStatus"]], 0) + 1
+            word = status_word(ad["JobStatus"])
+            counts[word] = counts.get(word, 0) + 1
         return {"jobs": counts, "annexes": self.annex_summaries(), "origin": str(self.origin)}
 
     def inject_expire_annex(self, name: str):
@@ -312,7 +313,7 @@ class Scheduler:
         for attribute in ("RemoteHost", "PoolProcessId", "PoolProcessCreateTime"):
             if attribute in ad:
                 del ad[attribute]
-        self._set_status(ad, IDLE)
+        self._set_status(ad, JobStatus.IDLE)
         UserLog(ad).evicted(run_bytes)
         self.store.save(ad)
         self.negotiate_needed = True
@@ -326,7 +327,7 @@ class Scheduler:
     def _hold(self, ad: classad2.ClassAd, reason: str, code: int, subcode: int):
         self._stop(_key(ad), reason)
         ad.update({"HoldReason": reason, "HoldReasonCode": code, "HoldReasonSubCode": subcode})
-        self._set_status(ad, HELD)
+        self._set_status(ad, JobStatus.HELD)
         UserLog(ad).held(reason, code, subcode)
         self.store.save(ad)
 
@@ -335,7 +336,7 @@ class Scheduler:
             if attribute in ad:
                 ad[f"Last{attribute}"] = ad.lookup(attribute)
                 del ad[attribute]
-        self._set_status(ad, IDLE)
+        self._set_status(ad, JobStatus.IDLE)
         UserLog(ad).released(reason)
         self.store.save(ad)
         self.negotiate_needed = True
@@ -343,7 +344,7 @@ class Scheduler:
     def _remove(self, ad: classad2.ClassAd, reason: str):
         self._stop(_key(ad), reason)
         ad["RemoveReason"] = reason
-        self._set_status(ad, REMOVED)
+        self._set_status(ad, JobStatus.REMOVED)
         UserLog(ad).aborted(reason)
         self._retire(ad)
 
@@ -401,7 +402,7 @@ class Scheduler:
             path = Path(ad["Iwd"], image)
         if not path.exists():
             raise transfer.TransferError(
-                HOLD_TRANSFER_INPUT_FAILED, 2,
+                HoldCode.TransferInputError, 2,
                 f"Transfer input files failure: container_image {image} does not exist ({path})")
 
     def _start(self, ad: classad2.ClassAd, slot: Slot):
@@ -420,7 +421,7 @@ class Scheduler:
                 if self.fail_next_transfer:
                     self.fail_next_transfer = False
                     raise transfer.TransferError(
-                        HOLD_TRANSFER_INPUT_FAILED, 110,
+                        HoldCode.TransferInputError, 110,
                         f"Transfer input files failure (injected fault) for job {_job_id(key)}")
                 received = transfer.stage_in(ad, sandbox, self.origin, self._checkpoint_dir(key))
                 log.transfer("input", finished=True)
@@ -436,7 +437,7 @@ class Scheduler:
         except OSError as error:
             shutil.rmtree(sandbox, ignore_errors=True)
             self._hold(ad, f"Error from {slot.name}: Failed to execute '{ad['Cmd']}': {error}",
-                       HOLD_STARTER_ERROR, error.errno or 0)
+                       HoldCode.FailedToCreateProcess, error.errno or 0)
             return
         now = int(time.time())
         running.bytes_received = received
@@ -455,7 +456,7 @@ class Scheduler:
         # What the slot gives the job: the Allocated column of the event log's resources table.
         ad.update({f"{name}Provisioned": slot.ad[name] for name in ("Cpus", "Memory", "Disk", "GPUs")
                    if name in slot.ad})
-        self._set_status(ad, RUNNING)
+        self._set_status(ad, JobStatus.RUNNING)
         log.executing(slot.ad, str(sandbox))
         self.store.save(ad)
 
@@ -495,13 +496,13 @@ class Scheduler:
             retries = ad.get("JobMaxRetries")
             if not succeeded and retries is not None and ad["NumJobCompletions"] <= retries:
                 log.requeued_after_exit(returncode, run_bytes)
-                self._set_status(ad, IDLE)
+                self._set_status(ad, JobStatus.IDLE)
                 self.store.save(ad)
                 return
             log.terminated(returncode, run_bytes=run_bytes)
         ad["CompletionDate"] = int(time.time())
         shutil.rmtree(self._checkpoint_dir(key), ignore_errors=True)
-        self._set_status(ad, COMPLETED)
+        self._set_status(ad, JobStatus.COMPLETED)
         self._retire(ad)
 
     def _monitor(self, now: float):
@@ -523,16 +524,16 @@ class Scheduler:
                 memory_mb = -(-rss_kib // 1024)
                 ad.update({"ResidentSetSize": rss_kib, "MemoryUsage": memory_mb, "ImageSize": rss_kib})
                 UserLog(ad).image_size(rss_kib, memory_mb, rss_kib)
-            if rss_kib / 1024 > ad["RequestMemory"]:
+            if self.policy.enforces_memory and rss_kib / 1024 > ad["RequestMemory"]:
                 self._hold(ad, f"Job has gone over cgroup memory limit of {ad['RequestMemory']} megabytes. "
                                f"Peak usage: {running.peak_rss_kib // 1024} megabytes.  "
                                "Consider resubmitting with a higher request_memory.",
-                           HOLD_JOB_POLICY_MEMORY, HOLD_MEMORY_SUBCODE)
+                           HoldCode.JobOutOfResources, OutOfResources.Memory)
                 continue
             allowed = ad.get("AllowedExecuteDuration")
             if allowed is not None and now - running.started > allowed:
                 self._hold(ad, f"The job exceeded allowed execute duration of {_duration(allowed)}",
-                           HOLD_EXECUTE_DURATION, 0)
+                           HoldCode.JobExecuteExceeded, 0)
 
     def _periodic(self, now: float):
         if now - self._last_periodic < PERIODIC_INTERVAL_S:
@@ -540,15 +541,29 @@ class Scheduler:
         self._last_periodic = now
         for ad in list(self.jobs.values()):
             status = ad["JobStatus"]
+            queued = status in (JobStatus.IDLE, JobStatus.RUNNING)
             if "PeriodicRemove" in ad and ad.eval("PeriodicRemove") is True:
                 self._remove(ad, f"The job attribute PeriodicRemove expression "
                                  f"'{ad.lookup('PeriodicRemove')}' evaluated to TRUE")
-            elif status == HELD and "PeriodicRelease" in ad and ad.eval("PeriodicRelease") is True:
+            elif status == JobStatus.HELD and "PeriodicRelease" in ad and ad.eval("PeriodicRelease") is True:
                 self._release(ad, f"The job attribute PeriodicRelease expression "
                                   f"'{ad.lookup('PeriodicRelease')}' evaluated to TRUE")
-            elif status in (IDLE, RUNNING) and "PeriodicHold" in ad and ad.eval("PeriodicHold") is True:
+            elif queued and "PeriodicHold" in ad and ad.eval("PeriodicHold") is True:
                 self._hold(ad, f"The job attribute PeriodicHold expression "
-                               f"'{ad.lookup('PeriodicHold')}' evaluated to TRUE", HOLD_PERIODIC_HOLD, 0)
+                               f"'{ad.lookup('PeriodicHold')}' evaluated to TRUE", HoldCode.JobPolicy, 0)
+            elif queued and (held := self.policy.system_periodic_hold(ad)):
+                self._hold(ad, held.reason, HoldCode.SystemPolicy, held.subcode)
+            elif status == JobStatus.RUNNING:
+                self._startd_policy(ad)
+
+    def _startd_policy(self, ad: classad2.ClassAd):
+        """The job's slot's PREEMPT / WANT_HOLD (policy.py)."""
+        slot = next((slot for slot in self._slots() if slot.job == _key(ad)), None)
+        verdict = slot is not None and self.policy.startd_preempts(slot.ad, ad)
+        if verdict and verdict.hold:
+            self._hold(ad, verdict.reason, HoldCode.StartdHeldJob, verdict.subcode)
+        elif verdict:
+            self._evict(ad, verdict.reason)
 
     def _negotiate(self):
         """Match idle jobs, oldest first, to free slots (both sides' Requirements, via classad2).
@@ -563,7 +578,7 @@ class Scheduler:
         for key, ad in list(self.jobs.items()):
             if not free:
                 return
-            if ad["JobStatus"] != IDLE or self.unmatchable.get(key) == self.slot_set_version:
+            if ad["JobStatus"] != JobStatus.IDLE or self.unmatchable.get(key) == self.slot_set_version:
                 continue
             slot = next((slot for slot in free if ad.symmetricMatch(slot.ad)), None)
             if slot is None:

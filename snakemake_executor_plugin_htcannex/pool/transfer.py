@@ -11,9 +11,9 @@ import shutil
 from pathlib import Path
 
 import classad2
+from htcondor_codes import HoldCode
 
 from .jobads import file_list
-from .states import HOLD_TRANSFER_INPUT_FAILED, HOLD_TRANSFER_OUTPUT_FAILED
 
 OSDF_PREFIX = "osdf://"
 STDOUT, STDERR = "_condor_stdout", "_condor_stderr"
@@ -52,8 +52,8 @@ def _copy(source: Path, destination: Path) -> int:
 def _failure(job, direction: str, name: str, why: str, errno: int = 2) -> TransferError:
     """A transfer failure worded as HTCondor's shadow words it; direction: input | output.
     The hold's subcode is the errno (HTCondor's own failures mostly ENOENT, 2)."""
-    code, action = ((HOLD_TRANSFER_INPUT_FAILED, "receiving files from") if direction == "input"
-                    else (HOLD_TRANSFER_OUTPUT_FAILED, "sending files to"))
+    code, action = ((HoldCode.TransferInputError, "receiving files from") if direction == "input"
+                    else (HoldCode.TransferOutputError, "sending files to"))
     return TransferError(
         code, errno, f"Transfer {direction} files failure at execution point while {action} the access point. "
                  f"Details: reading from file {name}: {why} (job {job['ClusterId']}.{job['ProcId']})")

@@ -13,6 +13,8 @@ import time
 import htcondor2
 import pytest
 
+from snakemake_executor_plugin_htcannex.pool import Pool
+
 from .snakemake_runs import annexes_by_job, board, events, run_snakemake, snakemake_argv
 
 pytestmark = pytest.mark.slow
@@ -101,6 +103,27 @@ def test_memory_overuse_hold_is_reported_and_retried_with_more_memory(workdir, u
     assert (row["rule"], row["jobs"]) == ("hog", 2)  # a retry in the same Snakemake run is a resubmission
     held = [event for kind, _, event in events(workdir) if kind == htcondor2.JobEventType.JOB_HELD]
     assert [event["HoldReasonCode"] for event in held] == [34]
+
+
+# How a pool without cgroup memory limits holds a job over its request (as /work/shared/realpool does).
+SYSTEM_PERIODIC_MEMORY_HOLD = {
+    "CGROUP_MEMORY_LIMIT_POLICY": "none",
+    "SYSTEM_PERIODIC_HOLD": "JobStatus == 2 && MemoryUsage =!= undefined && MemoryUsage > RequestMemory",
+    "SYSTEM_PERIODIC_HOLD_REASON": 'strcat("memory usage ", MemoryUsage, " MB exceeded request_memory ", '
+                                   'RequestMemory, " MB")',
+}
+
+
+def test_memory_hold_by_system_policy_is_retried_with_more_memory(workdir, user_env, embedded_pool):
+    # The rule asks for a fixed 300 MB and uses ~400: a retry with the same request would be held again.
+    Pool(embedded_pool.spool_dir, config=SYSTEM_PERIODIC_MEMORY_HOLD)
+    result = run_snakemake(workdir, user_env, "hog-fixed.txt")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert sorted(ad["RequestMemory"] for ad in submissions(embedded_pool, "hog_fixed")) == [300, 600]
+    held = [event for kind, _, event in events(workdir) if kind == htcondor2.JobEventType.JOB_HELD]
+    assert [(event["HoldReasonCode"], event["HoldReasonSubCode"]) for event in held] == [(26, 0)]
+    assert "give rule hog_fixed more memory" in result.stderr
+    assert "A retry asks for at least 600 MB (it was held with 300 MB)" in result.stderr
 
 
 def test_failed_input_transfer_is_released_and_the_job_finishes(workdir, user_env, embedded_pool):

@@ -121,18 +121,24 @@ def test_gpu_memory_and_capability_clause_fails_on_smaller_gpus_with_the_fix():
     assert "TARGET.GPUs >= RequestGPUs" not in text.split("FAILS")[0]  # one GPU is there: not a failure
 
 
-@pytest.mark.parametrize("code, subcode, words", [
-    (13, 2, "Moving its input files failed"),
-    (12, 0, "an output object that already exists cannot be written again"),
-    (12, 17, "give every chunk's output a new name"),
-    (34, 102, "give rule train_chunk more memory"),
-    (34, 0, "give rule train_chunk more memory"),  # HTCondor before subcodes named the resource
-    (34, 104, "give rule train_chunk more disk"),
-    (47, 0, "split the chunk: fewer epochs_per_job and more chunks"),
-    (15, 0, "It waits for its annex htcannex-a to come up"),
-    (1, 0, "It waits for its annex htcannex-a to come up"),
+@pytest.mark.parametrize("code, subcode, reason, words", [
+    (13, 2, "Transfer input files failure", "Moving its files failed"),
+    (12, 110, "Transfer output files failure", "Transient failures are released automatically"),
+    (12, 2, "reading from file chunk1.pt: No such file", "its command most likely failed"),
+    (12, 17, "File exists", "give every chunk's output a new name"),
+    (12, 13, "Permission denied", "not writable by the user the job runs as"),
+    (34, 102, "Memory usage exceeded", "give rule train_chunk more memory"),
+    (34, 0, "Memory usage exceeded", "give rule train_chunk more memory"),  # before subcodes named it
+    (26, 0, "memory usage 411 MB exceeded request_memory 100 MB", "give rule train_chunk more memory"),
+    (21, 102, "The startd put the job on hold", "give rule train_chunk more memory"),
+    (34, 104, "Disk usage exceeded", "give rule train_chunk more disk"),
+    (26, 0, "the job's DiskUsage went over its RequestDisk", "give rule train_chunk more disk"),
+    (26, 0, "site policy: too many restarts", "`htcannex why 7.0` has the match analysis"),
+    (47, 0, "The job exceeded allowed execute duration", "split the chunk: fewer epochs_per_job"),
+    (15, 0, "submitted on hold at user's request", "It waits for its annex htcannex-a to come up"),
+    (1, 0, "via condor_hold", "Someone (you, or a policy) held it"),
 ])
-def test_each_hold_code_says_what_to_change(code, subcode, words):
-    lines = explain_hold(code, subcode, "the reason HTCondor gave", "train_chunk", target_annex="htcannex-a")
-    assert lines[0] == f"held: the reason HTCondor gave (HoldReasonCode {code}, HoldReasonSubCode {subcode})"
+def test_each_hold_code_says_what_to_change(code, subcode, reason, words):
+    lines = explain_hold(code, subcode, reason, "train_chunk", "7.0", target_annex="htcannex-a")
+    assert lines[0] == f"held: {reason} (HoldReasonCode {code}, HoldReasonSubCode {subcode})"
     assert words in " ".join(lines[1:])

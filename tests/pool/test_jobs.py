@@ -168,7 +168,7 @@ def test_job_ad_follows_condor_submit(pool, submit_dir):
     assert require_gpus.eval(classad2.ClassAd({"GlobalMemoryMb": 4000, "Capability": 8.0})) is False
     assert str(ad.lookup("Requirements")).startswith("(TARGET.HasFoo == true) && ")
     assert ad["Owner"] and ad["Cmd"] == str(submit_dir / "job.sh") and ad["Iwd"] == str(submit_dir)
-    assert (ad["JobStatus"], ad["HoldReasonCode"]) == (5, 1)
+    assert (ad["JobStatus"], ad["HoldReasonCode"]) == (5, 15)  # SubmittedOnHold
 
 
 @pytest.mark.parametrize("command, value, message", [

@@ -7,8 +7,10 @@ import pytest
 
 from snakemake_executor_plugin_htcannex.pool import PoolRequestError
 
-from pool_helpers import (event_types, events, job_status, python_script, script, submit,
-                          wait_for_status, wait_until)
+from snakemake_executor_plugin_htcannex.holds import Hold
+
+from pool_helpers import (event_types, events, job_status, make_pool, python_script, script, stop_for_sure,
+                          submit, wait_for_status, wait_until)
 
 JobEventType = htcondor2.JobEventType
 OWNER = getpass.getuser()
@@ -37,6 +39,50 @@ def test_memory_overuse_holds_and_periodic_release_retries(pool, submit_dir):
     assert held["HoldReason"].startswith("Job has gone over cgroup memory limit of 100 megabytes.")
     assert event_types(log, job_id).count(JobEventType.JOB_RELEASED) == 2
     assert JobEventType.IMAGE_SIZE in event_types(log, job_id)
+
+
+HOG = """\
+    import time
+    hog = b"x" * (300 * 2**20)
+    time.sleep(60)
+    """
+
+
+@pytest.mark.parametrize("config, code, subcode, reason", [
+    # a schedd's SYSTEM_PERIODIC_HOLD where cgroups do not enforce memory (as /work/shared/realpool)
+    ({"CGROUP_MEMORY_LIMIT_POLICY": "none",
+      "SYSTEM_PERIODIC_HOLD": "JobStatus == 2 && MemoryUsage =!= undefined && MemoryUsage > RequestMemory",
+      "SYSTEM_PERIODIC_HOLD_REASON": 'strcat("memory usage ", MemoryUsage, " MB exceeded request_memory ", '
+                                     'RequestMemory, " MB")'},
+     26, 0, "memory usage "),
+    # the same without a reason: HTCondor's default words, subcode as configured
+    ({"CGROUP_MEMORY_LIMIT_POLICY": "none", "SYSTEM_PERIODIC_HOLD_SUBCODE": "7",
+      "SYSTEM_PERIODIC_HOLD": "MemoryUsage > RequestMemory"},
+     26, 7, "The system macro SYSTEM_PERIODIC_HOLD expression 'MemoryUsage > RequestMemory' evaluated to TRUE"),
+    # an execute point's PREEMPT + WANT_HOLD
+    ({"CGROUP_MEMORY_LIMIT_POLICY": "none", "PREEMPT": "TARGET.MemoryUsage > TARGET.RequestMemory",
+      "WANT_HOLD": "true", "WANT_HOLD_SUBCODE": "102"},
+     21, 102, "The startd put this job on hold.  (At preemption time, WANT_HOLD evaluated to true"),
+])
+def test_memory_overuse_held_as_the_pool_is_configured(spool, submit_dir, config, code, subcode, reason):
+    pool = make_pool(spool, config=config)
+    try:
+        python_script(submit_dir, "hog.py", HOG)
+        result = submit(pool, {"executable": "hog.py", "request_memory": "100MB"})
+        wait_until(lambda: held_events(submit_dir / "jobs.log", result.cluster()), 30, "a memory hold")
+        [held] = held_events(submit_dir / "jobs.log", result.cluster())
+        assert (held["HoldReasonCode"], held["HoldReasonSubCode"]) == (code, subcode)
+        assert held["HoldReason"].startswith(reason)
+        assert Hold(code, subcode, held["HoldReason"]).needs_more_memory
+    finally:
+        stop_for_sure(pool)
+
+
+def test_bad_pool_config_names_the_macro(spool):
+    with pytest.raises(PoolRequestError, match="CGROUP_MEMORY_LIMIT_POLICY = 'soft'; use one of hard, none"):
+        make_pool(spool, config={"CGROUP_MEMORY_LIMIT_POLICY": "soft"})
+    with pytest.raises(PoolRequestError, match="unknown macro.*SYSTEM_PERIODIC_HOLDS"):
+        make_pool(spool, config={"SYSTEM_PERIODIC_HOLDS": "true"})
 
 
 def test_transfer_failures_hold_with_htcondor_codes(pool, submit_dir):
@@ -140,7 +186,8 @@ def test_hold_at_submit_then_release_runs_the_job(pool, submit_dir):
     script(submit_dir, "job.sh", "exit 0\n")
     result = submit(pool, {"executable": "job.sh", "hold": "true"})
     job_id = f"{result.cluster()}.0"
-    assert held_events(submit_dir / "jobs.log", result.cluster())[0]["HoldReasonCode"] == 1
+    # SubmittedOnHold, as condor_submit sets it (src/condor_utils/submit_utils.cpp)
+    assert held_events(submit_dir / "jobs.log", result.cluster())[0]["HoldReasonCode"] == 15
     time.sleep(0.5)
     assert job_status(pool, job_id) == 5
     pool.schedd().act(htcondor2.JobAction.Release, job_id, "annex is up")

@@ -1,0 +1,45 @@
+"""HTCondor's numbers for a job's status and for why it is held: plain values, shared by the plugin
+and the embedded pool (which writes them as a real schedd does).
+
+Sources (HTCondor 25.x manual, docs/codes-other-values/ in the source tree):
+- JobStatus: job-status-codes.rst; htcondor2 already has the enum, so it is used as is.
+- HoldReasonCode: hold-table.rst (the member names are HTCondor's `NumHoldsByReason` labels).
+- HoldReasonSubCode: for 34 [JobOutOfResources] the resource (102 memory, 104 disk); for
+  6, 12, 13, 14 a Unix errno (Python's `errno` names those); for 3 [JobPolicy], 21 [StartdHeldJob]
+  and 26 [SystemPolicy] whatever the policy's *_SUBCODE expression says (an admin's choice).
+"""
+import enum
+
+from htcondor2 import JobStatus
+
+__all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word"]
+
+
+class HoldCode(enum.IntEnum):
+    """HoldReasonCode values the plugin or the pool uses, named by HTCondor's NumHoldsByReason labels."""
+
+    UserRequest = 1  # condor_hold
+    JobPolicy = 3  # the job's periodic_hold / on_exit_hold
+    FailedToCreateProcess = 6  # the starter could not start the executable (subcode: errno)
+    TransferOutputError = 12  # output or self-checkpoint transfer failed (subcode: errno)
+    TransferInputError = 13  # input transfer failed (subcode: errno)
+    SubmittedOnHold = 15  # `hold = true` in the submit description
+    StartdHeldJob = 21  # the execute point's WANT_HOLD policy (subcode: WANT_HOLD_SUBCODE)
+    SystemPolicy = 26  # the schedd's SYSTEM_PERIODIC_HOLD (subcode: SYSTEM_PERIODIC_HOLD_SUBCODE)
+    JobOutOfResources = 34  # usage over a provisioned limit; the subcode names which
+    JobExecuteExceeded = 47  # allowed_execute_duration exceeded
+
+
+class OutOfResources(enum.IntEnum):
+    """HoldReasonSubCode of HoldCode.JobOutOfResources: the resource that was exceeded."""
+
+    Memory = 102
+    Disk = 104
+
+
+def status_word(status) -> str:
+    """`held`, `idle`, ... for a JobStatus number (the number itself when HTCondor adds a new one)."""
+    try:
+        return JobStatus(status).name.lower().replace("_", " ")
+    except ValueError:
+        return str(status)
