@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Optional
 
-from ..tracking import HOLD_SUBMITTED_ON_HOLD, disk_hold, memory_hold
+from ..holds import Hold, HoldKind
 from . import records
 
 @dataclass
@@ -74,6 +74,10 @@ class JobFigures:
         return [field.name for field in fields(cls)]
 
 
+def _kind(hold: records.Hold) -> HoldKind:
+    return Hold(hold.code, hold.subcode, hold.reason).kind
+
+
 def job_figures(history: records.JobHistory, ad: Optional[dict], now: float) -> JobFigures:
     ad = ad or {}
     wildcards = json.loads(ad.get("HtcannexWildcards") or "{}")
@@ -97,8 +101,8 @@ def job_figures(history: records.JobHistory, ad: Optional[dict], now: float) -> 
 
     compute = sum(_compute(run_, now) for run_ in history.runs)
     slot_seconds = sum(_on_slot(run_, now) for run_ in history.runs)
-    annex_holds = [hold for hold in history.holds if hold.code == HOLD_SUBMITTED_ON_HOLD]
-    other_holds = [hold for hold in history.holds if hold.code != HOLD_SUBMITTED_ON_HOLD]
+    annex_holds = [hold for hold in history.holds if _kind(hold) is HoldKind.WAITING_FOR_ANNEX]
+    other_holds = [hold for hold in history.holds if _kind(hold) is not HoldKind.WAITING_FOR_ANNEX]
     cores = cpus[1] if cpus[1] is not None else cpus[0]
     gpu_count = gpus[1] if gpus[1] is not None else gpus[0]
     cpu_s = history.cpu_seconds if history.cpu_seconds else None  # a zero table: not measured
@@ -119,8 +123,8 @@ def job_figures(history: records.JobHistory, ad: Optional[dict], now: float) -> 
         held_s=sum(_held(hold, history, now) for hold in other_holds),
         holds=len(other_holds),
         hold_codes=" ".join(f"{hold.code}/{hold.subcode}" for hold in other_holds),
-        memory_holds=sum(memory_hold(hold.code, hold.subcode) for hold in other_holds),
-        disk_holds=sum(disk_hold(hold.code, hold.subcode) for hold in other_holds),
+        memory_holds=sum(_kind(hold) is HoldKind.MEMORY for hold in other_holds),
+        disk_holds=sum(_kind(hold) is HoldKind.DISK for hold in other_holds),
         evictions=sum(run_.ending == records.EVICTED for run_ in history.runs),
         checkpoints=sum(len(run_.checkpoints) for run_ in history.runs),
         transfer_in_s=sum(_transfers(run_.input_transfers, now) for run_ in history.runs),
