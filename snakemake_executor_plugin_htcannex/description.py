@@ -439,6 +439,9 @@ def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: _
         "MY.HtcannexAttempt": str(int(spec.attempt)),
         "MY.HtcannexWildcards": classad2.quote(check.text("wildcards", wildcards)),
         "MY.HtcannexSignature": classad2.quote(job_signature(spec.rule, spec.outputs, options.workdir)),
+        # The slot's AnnexName in each execute event (the shadow writes the machine attributes a job
+        # names here, remoteresource.cpp), so the event log says which annex every execution was on.
+        "ulog_execute_attrs": "AnnexName",
     }
     if site is not None:
         commands["MY.HtcannexSite"] = classad2.quote(site.name)

@@ -21,7 +21,7 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
-from . import direct_shell, osdf_transfer, recovery, secrets
+from . import direct_shell, one_step, osdf_transfer, recovery, secrets
 from . import schedd as schedd_seam
 from .annex import AnnexLedger, AnnexManager, AnnexState, EmbeddedBackend, HtcondorCliBackend
 from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit, job_signature, transfer_root
@@ -74,7 +74,12 @@ class Executor(RemoteExecutor):
         # Without a common working directory Snakemake hands spawned jobs the
         # submit side's --directory; an HTCondor job must stay in its sandbox,
         # where file transfer put the inputs at their relative paths.
-        return "" if self._runtime.submit_options.shared_fs else "--directory ."
+        directory = "" if self._runtime.submit_options.shared_fs else "--directory ."
+        return f"{directory} {one_step.in_job_rerun_triggers(self.workflow)}".strip()
+
+    def get_job_args(self, job: JobExecutorInterface, **kwargs) -> str:
+        # The job's own Snakemake runs its step only, whatever mtimes the sandbox has (one_step.py).
+        return f"{super().get_job_args(job, **kwargs)} {one_step.in_job_args(job, self.workflow)}"
 
     def run_job(self, job: JobExecutorInterface):
         runtime = self._runtime

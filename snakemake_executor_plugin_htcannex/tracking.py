@@ -125,9 +125,10 @@ def _on_execute(record: JobRecord, event) -> None:
     record.ever_started = True
     record.started_at = event.timestamp
     record.slot = event.get("SlotName")
+    # The slot's machine attributes the job named in ulog_execute_attrs (description.py: AnnexName);
+    # None on a slot that is not an annex's.
     props = event.get("ExecuteProps")
-    annex = props.get("AnnexName") if props is not None else None
-    record.annex = annex if annex is not None else event.get("AnnexName")
+    record.annex = props.get("AnnexName") if props is not None else None
 
 
 def _on_evicted(record: JobRecord, event) -> None:

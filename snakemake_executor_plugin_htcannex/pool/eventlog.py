@@ -11,6 +11,8 @@ from pathlib import Path
 
 import classad2
 
+from .permissions import writable_by
+
 HOST = "<127.0.0.1:0?alias=embedded-pool>"
 # The resources of the terminated and evicted events' table (setEventUsageAd's default
 # ProvisionedResources, plus GPUs where a job asked for them), with the table's labels.
@@ -90,8 +92,14 @@ class UserLog:
         self._path = job.get("UserLog")
         self._id = f"({job['ClusterId']:03d}.{job['ProcId']:03d}.000)"
 
+    @property
+    def writable(self) -> bool:
+        """Whether the job's owner may write the log. A real shadow writes it as the owner; where the
+        owner cannot, it writes nothing and the job runs on (seen on HTCondor 25.14: no log at all)."""
+        return bool(self._path) and writable_by(self._job["Owner"], Path(self._path).parent)
+
     def _write(self, number: int, headline: str, body: list[str] = ()):
-        if not self._path:
+        if not self.writable:
             return
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         text = "\n".join([f"{number:03d} {self._id} {stamp} {headline}", *body, "...", ""])
@@ -111,15 +119,21 @@ class UserLog:
     def submitted(self):
         self._write(0, f"Job submitted from host: {HOST}")
 
-    def executing(self, slot: classad2.ClassAd, scratch_dir: str):
-        # HTCondor 23+ writes the slot's resources (and AnnexName) as a ClassAd
-        # body after SlotName; the parser exposes it as `ExecuteProps`.
-        properties = {"CondorScratchDir": scratch_dir, "Cpus": slot["Cpus"],
-                      "Memory": slot["Memory"], "GPUs": slot.get("GPUs", 0)}
-        if slot.get("AnnexName"):
-            properties["AnnexName"] = slot["AnnexName"]
+    def executing(self, slot: classad2.ClassAd, scratch_dir: str, requested: str = ""):
+        """What a 25.x shadow writes (remoteresource.cpp populateExecuteEvent, from the starter's
+        publishStarterInfo): SlotName, then CondorScratchDir, the slot's MachineResources with their
+        Available<resource> lists (compat_classad_util.cpp CopyMachineResources), and the machine
+        attributes the job named in `ulog_execute_attrs` (`requested`), sorted case-insensitively."""
+        properties = {"CondorScratchDir": _literal(scratch_dir)}
+        for resource in slot.get("MachineResources", "Cpus Disk Memory").replace(",", " ").split():
+            for name in (resource, f"Available{resource}"):
+                if name in slot:
+                    properties[name] = slot.lookup(name)
+        for name in requested.replace(",", " ").split():
+            if name in slot and name not in properties:
+                properties[name] = slot.lookup(name)
         body = [f"\tSlotName: {slot['Name']}"]
-        body += [f"\t{name} = {_literal(value)}" for name, value in properties.items()]
+        body += [f"\t{name} = {properties[name]}" for name in sorted(properties, key=str.lower)]
         self._write(1, f"Job executing on host: {HOST}", body)
 
     def transfer(self, direction: str, finished: bool):

@@ -31,6 +31,11 @@ INTEGER_COMMANDS = {
     "allowed_execute_duration": "AllowedExecuteDuration",
     "success_exit_code": "SuccessExitCode",
 }
+# Commands whose value is a string stored under an ad attribute.
+STRING_COMMANDS = {
+    # machine ad attributes the execute event carries besides the slot's resources (htcondor-jdl.rst)
+    "ulog_execute_attrs": "UserLogExecuteEventAttrs",
+}
 MACHINE_ARCH = platform.machine().upper().replace("AMD64", "X86_64")
 
 
@@ -125,6 +130,9 @@ class ClusterBuilder:
         for command, attribute in INTEGER_COMMANDS.items():
             if get(command) is not None:
                 ad[attribute] = _integer(command, get(command))
+        for command, attribute in STRING_COMMANDS.items():
+            if get(command) is not None:
+                ad[attribute] = get(command)
         for attribute, key in self._custom.items():
             ad[attribute] = _expression(key, description.expand(key))
         self._set_requirements(ad, get)

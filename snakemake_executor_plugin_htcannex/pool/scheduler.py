@@ -136,7 +136,7 @@ class Scheduler:
                                        owner=owner, submit_environment=environment)
         except (jobads.SubmitError, OSError) as error:
             raise RequestError(f"submit rejected, nothing queued: {error}") from None
-        for path in {ad["UserLog"] for ad in ads if "UserLog" in ad}:
+        for path in {ad["UserLog"] for ad in ads if UserLog(ad).writable}:
             try:
                 open_log(path).close()
             except OSError as error:
@@ -451,13 +451,11 @@ class Scheduler:
         ad.update({"RemoteHost": slot.name, "JobCurrentStartDate": now,
                    "JobCurrentStartExecutingDate": now, "PoolProcessId": running.process.pid,
                    "PoolProcessCreateTime": running.create_time})
-        if "AnnexName" in slot.ad:
-            ad["MachineAttrAnnexName0"] = slot.ad["AnnexName"]
         # What the slot gives the job: the Allocated column of the event log's resources table.
         ad.update({f"{name}Provisioned": slot.ad[name] for name in ("Cpus", "Memory", "Disk", "GPUs")
                    if name in slot.ad})
         self._set_status(ad, JobStatus.RUNNING)
-        log.executing(slot.ad, str(sandbox))
+        log.executing(slot.ad, str(sandbox), ad.get("UserLogExecuteEventAttrs", ""))
         self.store.save(ad)
 
     def _exited(self, running: starter.RunningJob, returncode: int):

@@ -37,6 +37,8 @@ def _slot_ad(*, name: str, machine: str, cpus: int, memory_mb: int, gpus: int,
         "OpSys": "LINUX", "Cpus": cpus, "Memory": memory_mb, "Disk": disk_kib, "GPUs": gpus,
         "State": "Unclaimed", "Activity": "Idle", "DaemonStartTime": int(time.time()), **extra,
     })
+    # The resources the startd provisions (what the execute event reports, compat_classad_util.cpp).
+    ad["MachineResources"] = "Cpus Disk Memory" + (" GPUs" if gpus else "")
     if gpus:
         ad["GPUs_GlobalMemoryMb"] = gpu_memory_mb
         ad["GPUs_Capability"] = gpu_capability

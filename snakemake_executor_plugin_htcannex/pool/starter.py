@@ -122,8 +122,9 @@ def launch(job: classad2.ClassAd, slot: classad2.ClassAd, sandbox: Path,
     executable = Path(job["Cmd"])
     if transfers and job.get("TransferExecutable", True):
         executable = sandbox / executable.name
-    (sandbox / transfer.JOB_AD).write_text(repr(job) + "\n")
-    (sandbox / transfer.MACHINE_AD).write_text(repr(slot) + "\n")
+    # In the old ClassAd syntax (one `Name = value` a line), as the starter writes both files.
+    (sandbox / transfer.JOB_AD).write_text(job.printOld())
+    (sandbox / transfer.MACHINE_AD).write_text(slot.printOld())
 
     def stream(path: Path, mode: str, name: str):
         return subprocess.DEVNULL if name == "/dev/null" else streams.enter_context(open(path, mode))

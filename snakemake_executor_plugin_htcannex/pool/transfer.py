@@ -5,15 +5,25 @@ and saved checkpoint files) go into the sandbox; a directory listed with a
 trailing slash sends its contents; outputs come back to Iwd by base name, or
 to `output_destination`, or where `transfer_output_remaps` says. `osdf:///p`
 names `<origin>/p` (the pool's stand-in for an OSDF origin and its caches).
+
+Modification times, as HTCondor's file transfer leaves them (src/condor_utils/file_transfer.cpp,
+DoDownload): a file is written afresh where it arrives, and the starter receiving a job's inputs
+(and checkpoint files) then sets every file's mtime to the current time in whole seconds
+(`utime(..., time(NULL))`, the `want_fsync` case): inputs dated years apart arrive with the same
+second. Outputs coming back to the access point are written afresh and keep the time they were
+written (no utime there): neither side's original mtime survives a transfer.
 """
+import errno
 import os
 import shutil
+import time
 from pathlib import Path
 
 import classad2
 from htcondor_codes import HoldCode
 
 from .jobads import file_list
+from .permissions import writable_by
 
 OSDF_PREFIX = "osdf://"
 STDOUT, STDERR = "_condor_stdout", "_condor_stderr"
@@ -40,22 +50,30 @@ def origin_path(origin: Path, url: str) -> Path:
 
 
 def _copy(source: Path, destination: Path) -> int:
-    """Copy a file or a directory tree; returns the bytes copied (the job's BytesRecvd/BytesSent)."""
+    """Write a file or a directory tree afresh at `destination`: contents and permissions, never the
+    source's times. Returns the bytes copied (the job's BytesRecvd/BytesSent)."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     if source.is_dir():
-        shutil.copytree(source, destination, dirs_exist_ok=True)
+        shutil.copytree(source, destination, dirs_exist_ok=True, copy_function=shutil.copy)
         return sum(path.stat().st_size for path in source.rglob("*") if path.is_file())
-    shutil.copy2(source, destination)
+    shutil.copy(source, destination)
     return source.stat().st_size
 
 
-def _failure(job, direction: str, name: str, why: str, errno: int = 2) -> TransferError:
+def _stamp_received(sandbox: Path, received_at: int):
+    """Every file the starter received gets the receiving second as its mtime (see the module doc)."""
+    for path in [sandbox, *sandbox.rglob("*")]:
+        if path.is_file():
+            os.utime(path, (received_at, received_at))
+
+
+def _failure(job, direction: str, name: str, why: str, error_number: int = errno.ENOENT) -> TransferError:
     """A transfer failure worded as HTCondor's shadow words it; direction: input | output.
     The hold's subcode is the errno (HTCondor's own failures mostly ENOENT, 2)."""
     code, action = ((HoldCode.TransferInputError, "receiving files from") if direction == "input"
                     else (HoldCode.TransferOutputError, "sending files to"))
     return TransferError(
-        code, errno, f"Transfer {direction} files failure at execution point while {action} the access point. "
+        code, error_number, f"Transfer {direction} files failure at execution point while {action} the access point. "
                  f"Details: reading from file {name}: {why} (job {job['ClusterId']}.{job['ProcId']})")
 
 
@@ -93,6 +111,7 @@ def stage_in(job: classad2.ClassAd, sandbox: Path, origin: Path, checkpoint_dir:
         os.chmod(sandbox / executable.name, 0o755)
     if checkpoint_dir is not None and checkpoint_dir.is_dir():
         received += _copy(checkpoint_dir, sandbox)
+    _stamp_received(sandbox, int(time.time()))
     return received
 
 
@@ -146,16 +165,25 @@ def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, 
         if destination.exists() and origin.resolve() in destination.parents:
             existing = destination.relative_to(origin.resolve())
             raise _failure(job, "output", str(source), f"(errno 17) the OSDF object {existing} already exists, "
-                           "and OSDF objects are immutable: write a new name", errno=17)
-        try:
-            sent += _copy(source, destination)
-        except OSError as error:
-            raise _failure(job, "output", str(source), str(error)) from None
+                           "and OSDF objects are immutable: write a new name", error_number=errno.EEXIST)
+        sent += _send(job, source, destination, origin)
     iwd = Path(job["Iwd"])
     for captured, attribute in ((STDOUT, "Out"), (STDERR, "Err")):
         if job[attribute] != "/dev/null" and (sandbox / captured).exists():
-            sent += _copy(sandbox / captured, iwd / job[attribute])
+            sent += _send(job, sandbox / captured, iwd / job[attribute], origin)
     return sent
+
+
+def _send(job, source: Path, destination: Path, origin: Path) -> int:
+    """One output to its destination, written as the job's owner: a submit directory the owner
+    cannot write fails the transfer with EACCES, which HTCondor holds as 12/13."""
+    if origin.resolve() not in destination.parents and not writable_by(job["Owner"], destination.parent):
+        raise _failure(job, "output", str(source), f"writing to {destination}: (errno {errno.EACCES}) "
+                       "Permission denied", error_number=errno.EACCES)
+    try:
+        return _copy(source, destination)
+    except OSError as error:
+        raise _failure(job, "output", str(source), str(error)) from None
 
 
 def save_checkpoint(job: classad2.ClassAd, sandbox: Path, checkpoint_dir: Path):

@@ -16,6 +16,10 @@ def annex(pool, name, **overrides):
     pool.create_annex(name, **{"owner": OWNER, "cpus": 2, "memory_mb": 2048, "lifetime_s": 600, **overrides})
 
 
+# The slot's AnnexName in the execute event, as the executor asks for it (description.py).
+ASK_ANNEX = {"ulog_execute_attrs": "AnnexName"}
+
+
 def execute_event(log, cluster):
     return next(event for event in events(log)
                 if event.type == htcondor2.JobEventType.EXECUTE and event.cluster == cluster)
@@ -25,9 +29,9 @@ def test_jobs_run_on_the_annex_they_target(pool, submit_dir):
     annex(pool, "expanse-a")
     annex(pool, "delta-b", gpus=1, gpu_memory_mb=40960, gpu_capability=8.0)
     script(submit_dir, "job.sh", "exit 0\n")
-    to_expanse = submit(pool, {"executable": "job.sh", "MY.TargetAnnexName": '"expanse-a"'})
+    to_expanse = submit(pool, {"executable": "job.sh", "MY.TargetAnnexName": '"expanse-a"', **ASK_ANNEX})
     to_delta = submit(pool, {"executable": "job.sh", "MY.TargetAnnexName": '"delta-b"', "request_gpus": "1",
-                             "gpus_minimum_memory": "40GB", "gpus_minimum_capability": "7.0"})
+                             "gpus_minimum_memory": "40GB", "gpus_minimum_capability": "7.0", **ASK_ANNEX})
     for result, name in ((to_expanse, "expanse-a"), (to_delta, "delta-b")):
         wait_for_status(pool, f"{result.cluster()}.0", 4)
         executed = execute_event(submit_dir / "jobs.log", result.cluster())
@@ -37,7 +41,7 @@ def test_jobs_run_on_the_annex_they_target(pool, submit_dir):
 
 def test_job_waits_idle_until_its_annex_exists(pool, submit_dir):
     script(submit_dir, "job.sh", "exit 0\n")
-    result = submit(pool, {"executable": "job.sh", "MY.TargetAnnexName": '"later"'})
+    result = submit(pool, {"executable": "job.sh", "MY.TargetAnnexName": '"later"', **ASK_ANNEX})
     time.sleep(1.0)
     assert job_status(pool, f"{result.cluster()}.0") == 1
     annex(pool, "later", startup_delay_s=0.5)

@@ -1,0 +1,259 @@
+"""The HTCondor behaviours htcannex relies on, written once against the schedd/collector seam and run
+on every backend (conftest.py): the embedded pool must do what a real HTCondor does.
+
+Each test submits small /bin/sh jobs through `schedd.submit(htcondor2.Submit)` and judges what the
+user relies on: the job's event log (read with htcondor2.JobEventLog), the files that come back,
+the queue and the history. Sources for each behaviour: the fidelity table in docs/pool.md.
+"""
+import os
+import textwrap
+import time
+from pathlib import Path
+
+import htcondor2
+import pytest
+
+from snakemake_executor_plugin_htcannex.holds import Hold, HoldKind
+
+from backends import wait_until
+
+JobEventType = htcondor2.JobEventType
+OLD = 1_600_000_000  # 2020-09-13: an input mtime no transfer may keep
+
+
+def script(directory: Path, name: str, body: str) -> str:
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+    return name
+
+
+def submit(backend, directory: Path, executable: str, **commands) -> str:
+    description = {"executable": executable, "initialdir": str(directory), "log": str(directory / "job.log"),
+                   "output": "out", "error": "err", "should_transfer_files": "YES",
+                   "when_to_transfer_output": "ON_EXIT", "request_memory": "64MB", "request_disk": "10MB",
+                   **commands}
+    result = backend.schedd.submit(htcondor2.Submit(description))
+    return f"{result.cluster()}.{result.first_proc()}"
+
+
+def events(directory: Path, job_id: str) -> list:
+    log = directory / "job.log"
+    if not log.exists():
+        return []
+    cluster, proc = (int(part) for part in job_id.split("."))
+    return [event for event in htcondor2.JobEventLog(str(log)).events(0)
+            if (event.cluster, event.proc) == (cluster, proc)]
+
+
+def wait_for_event(backend, directory: Path, job_id: str, kind, count: int = 1):
+    def found():
+        matching = [event for event in events(directory, job_id) if event.type == kind]
+        return matching if len(matching) >= count else None
+    return wait_until(found, backend.patience_s, f"{count} {kind.name} event(s) of job {job_id}")[-1]
+
+
+def job_ad(backend, job_id: str, projection=()) -> dict:
+    cluster, proc = job_id.split(".")
+    constraint = f"ClusterId == {cluster} && ProcId == {proc}"
+    ads = backend.schedd.query(constraint, list(projection))
+    return ads[0] if ads else None
+
+
+def in_history(backend, job_id: str, projection=("JobStatus",)):
+    cluster, proc = job_id.split(".")
+    constraint = f"ClusterId == {cluster} && ProcId == {proc}"
+    return wait_until(lambda: list(backend.schedd.history(constraint, list(projection), 1)),
+                      backend.patience_s, f"job {job_id} in the history")[0]
+
+
+def remove(backend, job_id: str):
+    backend.schedd.act(htcondor2.JobAction.Remove, job_id, "conformance test cleanup")
+
+
+def test_a_job_runs_and_its_exit_code_is_logged(backend):
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", "echo hello; exit 3\n"))
+    assert wait_for_event(backend, directory, job, JobEventType.SUBMIT)
+    terminated = wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
+    assert terminated["TerminatedNormally"] and terminated["ReturnValue"] == 3
+    finished = in_history(backend, job, ["JobStatus", "ExitCode"])
+    assert (finished["JobStatus"], finished["ExitCode"]) == (4, 3)
+    assert (directory / "out").read_text() == "hello\n"
+
+
+def test_a_job_runs_on_the_annex_it_targets_and_the_execute_event_says_where(backend):
+    directory = backend.submit_dir()
+    executable = script(directory, "job.sh", """\
+        grep -i '^AnnexName' "$_CONDOR_MACHINE_AD" > machine.txt
+        """)
+    job = submit(backend, directory, executable, transfer_output_files="machine.txt",
+                 **{"MY.TargetAnnexName": '"htcannex-delta"', "ulog_execute_attrs": "AnnexName"})
+    executed = wait_for_event(backend, directory, job, JobEventType.EXECUTE)
+    wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
+    # What the shadow writes: SlotName, the scratch directory, the slot's resources, and the
+    # machine attributes the job asked for with ulog_execute_attrs.
+    assert executed["SlotName"]
+    props = executed["ExecuteProps"]
+    assert props["AnnexName"] == "htcannex-delta"
+    assert all(name in props for name in ("CondorScratchDir", "Cpus", "Memory", "Disk"))
+    assert props["Memory"] == 1024
+    # The job itself learns its annex from the machine ad HTCondor hands it.
+    assert "htcannex-delta" in (directory / "machine.txt").read_text()
+
+
+def test_the_execute_event_has_no_annex_name_unless_the_job_asks(backend):
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"),
+                 **{"MY.TargetAnnexName": '"htcannex-expanse"'})
+    executed = wait_for_event(backend, directory, job, JobEventType.EXECUTE)
+    assert "AnnexName" not in executed["ExecuteProps"] and "AnnexName" not in executed
+
+
+def test_a_job_whose_annex_is_not_up_stays_idle(backend):
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"),
+                 **{"MY.TargetAnnexName": '"htcannex-nowhere"'})
+    try:
+        # Several negotiation cycles: nothing may run it, neither an annex slot nor a plain one.
+        time.sleep(min(backend.patience_s / 4, 15))
+        assert job_ad(backend, job, ["JobStatus"])["JobStatus"] == 1
+        assert JobEventType.EXECUTE not in [event.type for event in events(directory, job)]
+    finally:
+        remove(backend, job)
+
+
+def test_file_transfer_gives_inputs_the_transfer_time_and_remaps_outputs(backend):
+    directory = backend.submit_dir()
+    for name, mtime in (("a.txt", OLD), ("b.txt", OLD + 366 * 86400)):
+        (directory / name).write_text(name)
+        os.utime(directory / name, (mtime, mtime))
+    executable = script(directory, "job.sh", """\
+        stat -c '%n %Y' a.txt b.txt > mtimes.txt
+        echo result > result.txt
+        echo old > old.txt
+        touch -d @1000000000 old.txt
+        """)
+    (directory / "results").mkdir(mode=0o777)
+    (directory / "results").chmod(0o777)
+    before = int(time.time())
+    job = submit(backend, directory, executable, transfer_input_files="a.txt,b.txt",
+                 transfer_output_files="mtimes.txt,result.txt,old.txt",
+                 transfer_output_remaps='"result.txt = results/renamed.txt"')
+    wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
+    seen = dict(line.split() for line in (directory / "mtimes.txt").read_text().splitlines())
+    # Both inputs arrived with the transfer's second, not their own dates (2020, 2021).
+    assert seen["a.txt"] == seen["b.txt"] and int(seen["a.txt"]) >= before
+    # Outputs are written afresh on the access point: not the sandbox's mtime (2001).
+    assert (directory / "old.txt").stat().st_mtime >= before
+    assert (directory / "results" / "renamed.txt").read_text() == "result\n"
+    assert not (directory / "result.txt").exists()
+
+
+def test_a_job_submitted_on_hold_waits_until_released(backend):
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"), hold="true")
+    held = wait_for_event(backend, directory, job, JobEventType.JOB_HELD)
+    assert Hold(held["HoldReasonCode"], held.get("HoldReasonSubCode"), held.get("HoldReason", "")).ours
+    assert job_ad(backend, job, ["JobStatus"])["JobStatus"] == 5
+    backend.schedd.act(htcondor2.JobAction.Release, job, "its annex is up")
+    assert wait_for_event(backend, directory, job, JobEventType.JOB_RELEASED)
+    assert wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)["ReturnValue"] == 0
+
+
+def test_a_held_running_job_is_stopped_and_held_by_the_user(backend):
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", "sleep 300\n"))
+    try:
+        wait_for_event(backend, directory, job, JobEventType.EXECUTE)
+        backend.schedd.act(htcondor2.JobAction.Hold, job, "held by the conformance test")
+        held = wait_for_event(backend, directory, job, JobEventType.JOB_HELD)
+        assert held["HoldReasonCode"] == 1 and held["HoldReason"] == "held by the conformance test"
+        assert Hold(1, held.get("HoldReasonSubCode"), held["HoldReason"]).kind is HoldKind.USER
+    finally:
+        remove(backend, job)
+
+
+def test_a_job_over_its_memory_request_is_held_for_memory(backend):
+    directory = backend.submit_dir()
+    # ~300 MB resident, for a minute, against a 100 MB request.
+    executable = script(directory, "job.sh", """\
+        exec python3 -c 'import time; block = b"x" * (300 * 2**20); time.sleep(60)'
+        """)
+    job = submit(backend, directory, executable, request_memory="100MB")
+    try:
+        held = wait_for_event(backend, directory, job, JobEventType.JOB_HELD)
+        hold = Hold(held["HoldReasonCode"], held.get("HoldReasonSubCode"), held.get("HoldReason", ""))
+        # 34/102 where cgroups enforce, 26/* from SYSTEM_PERIODIC_HOLD, 21/102 from WANT_HOLD: holds.py
+        assert hold.needs_more_memory, hold.headline()
+    finally:
+        remove(backend, job)
+
+
+def test_a_missing_output_holds_the_job_with_a_transfer_code(backend):
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"),
+                 transfer_output_files="never_written.txt")
+    try:
+        held = wait_for_event(backend, directory, job, JobEventType.JOB_HELD)
+        assert (held["HoldReasonCode"], held["HoldReasonSubCode"]) == (12, 2)
+        assert "never_written.txt" in held["HoldReason"]
+        assert Hold(12, 2, held["HoldReason"]).kind is HoldKind.MISSING_OUTPUT
+    finally:
+        remove(backend, job)
+
+
+def test_an_unwritable_submit_directory_gets_no_log_and_an_output_hold(backend):
+    directory = backend.submit_dir()
+    executable = script(directory, "job.sh", "echo result > result.txt\n")
+    directory.chmod(0o555)  # the job's owner (never root on HTCondor) cannot write here
+    try:
+        job = submit(backend, directory, executable, transfer_output_files="result.txt")
+        projection = ["JobStatus", "HoldReasonCode", "HoldReasonSubCode"]
+        ad = wait_until(lambda: (job_ad(backend, job, projection) or {}).get("JobStatus") == 5
+                        and job_ad(backend, job, projection), backend.patience_s, f"job {job} held")
+        assert (ad["HoldReasonCode"], ad["HoldReasonSubCode"]) == (12, 13)
+        assert Hold(12, 13).kind is HoldKind.SUBMIT_DIR_NOT_WRITABLE
+        assert not (directory / "job.log").exists()
+        remove(backend, job)
+    finally:
+        directory.chmod(0o777)
+
+
+def test_a_removed_job_leaves_the_queue_with_an_abort_event(backend):
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", "sleep 300\n"))
+    wait_for_event(backend, directory, job, JobEventType.EXECUTE)
+    backend.schedd.act(htcondor2.JobAction.Remove, job, "removed by the conformance test")
+    aborted = wait_for_event(backend, directory, job, JobEventType.JOB_ABORTED)
+    assert aborted["Reason"] == "removed by the conformance test"
+    assert in_history(backend, job)["JobStatus"] == 3
+    assert job_ad(backend, job) is None
+
+
+def test_a_self_checkpointing_job_resumes_from_its_checkpoint_files(backend):
+    directory = backend.submit_dir()
+    executable = script(directory, "job.sh", """\
+        step=$(( $(cat step.txt 2>/dev/null || echo 0) + 1 ))
+        echo $step > step.txt
+        echo "step $step" >> steps.txt
+        [ $step -ge 3 ] && exit 0
+        exit 85
+        """)
+    job = submit(backend, directory, executable, checkpoint_exit_code="85",
+                 transfer_checkpoint_files="step.txt,steps.txt", transfer_output_files="steps.txt")
+    assert wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)["ReturnValue"] == 0
+    assert (directory / "steps.txt").read_text() == "step 1\nstep 2\nstep 3\n"
+
+
+def test_an_evicted_job_goes_back_to_idle_and_runs_again(backend):
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", "sleep 300\n"))
+    try:
+        wait_for_event(backend, directory, job, JobEventType.EXECUTE)
+        backend.schedd.act(htcondor2.JobAction.Vacate, job, "vacated by the conformance test")
+        assert wait_for_event(backend, directory, job, JobEventType.JOB_EVICTED)
+        # It is matched and started again (a second execute event).
+        wait_for_event(backend, directory, job, JobEventType.EXECUTE, count=2)
+    finally:
+        remove(backend, job)
