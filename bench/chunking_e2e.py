@@ -83,7 +83,7 @@ def _workflow_with_data(directory: Path, data: dict) -> Path:
 
 def _run_chain(workdir: Path, spool: Path, chunks: int, epochs_per_job: int) -> tuple[float, list[dict]]:
     """One training chain through the executor on a fresh pool; its wall time and per-job steps."""
-    from snakemake_executor_plugin_htcannex.pool import Pool
+    from htcannex_pool import Pool
 
     (workdir / "bench.yaml").write_text(yaml.safe_dump({
         "sweep": {"seed": {"list": [1]}},

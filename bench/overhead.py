@@ -100,7 +100,7 @@ def _local(workdir: Path, parallel: int):
 
 def _htcannex(workdir: Path, parallel: int):
     # Imported here: only this variant needs the pool client.
-    from snakemake_executor_plugin_htcannex.pool import Pool
+    from htcannex_pool import Pool
 
     pool = Pool(workdir / "pool", slots=[SLOT] * parallel)
     pool.ensure_running()

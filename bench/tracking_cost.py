@@ -98,7 +98,7 @@ def run(args) -> None:
 
 
 def _measure(scratch: Path, n: int, driver_class):
-    from snakemake_executor_plugin_htcannex.pool import Pool
+    from htcannex_pool import Pool
 
     pool = Pool(scratch / "pool", slots=[])  # no slots: every job stays idle, the queue holds n
     pool.ensure_running()

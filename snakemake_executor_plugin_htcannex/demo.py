@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from .executor import STATE_DIR
-from .pool import Pool
+from htcannex_pool import Pool
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / "workflows" / "protein_lm"

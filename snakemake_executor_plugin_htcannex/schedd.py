@@ -46,7 +46,7 @@ def connect(target: str, pool_dir: Optional[Path] = None) -> Connection:
 
 def _connect_embedded(pool_dir: Optional[Path]) -> Connection:
     # Imported here so that a plugin talking to a real pool never loads the pool.
-    from .pool import Pool
+    from htcannex_pool import Pool
 
     pool = Pool(pool_dir) if pool_dir is not None else Pool()
     pool.ensure_running()

@@ -1,7 +1,7 @@
 """Shared fixtures. Append new fixtures; keep this file small."""
 import pytest
 
-from snakemake_executor_plugin_htcannex.pool import Pool
+from htcannex_pool import Pool
 
 
 @pytest.fixture

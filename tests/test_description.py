@@ -17,8 +17,8 @@ from snakemake_executor_plugin_htcannex.description import (
     duration_category,
     transfer_root,
 )
-from snakemake_executor_plugin_htcannex.pool import Pool
-from snakemake_executor_plugin_htcannex.pool.quoting import parse_arguments, parse_environment
+from htcannex_pool import Pool
+from htcannex_pool.quoting import parse_arguments, parse_environment
 from snakemake_executor_plugin_htcannex.sites import SiteRefusal, load_catalogue
 
 REPO = Path(__file__).resolve().parents[1]

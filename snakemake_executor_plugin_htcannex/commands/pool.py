@@ -1,7 +1,7 @@
 """`htcannex pool start|stop|status`: the embedded pool's daemon."""
 import json
 
-from ..pool import Pool
+from htcannex_pool import Pool
 
 
 def _pool(args) -> Pool:

@@ -22,7 +22,7 @@ from pathlib import Path
 import htcondor2
 import pytest
 
-from snakemake_executor_plugin_htcannex.pool import Pool
+from htcannex_pool import Pool
 
 ANNEXES = {"htcannex-expanse": 2048, "htcannex-delta": 1024}  # AnnexName -> slot memory (MB)
 CONFIG_VARIABLE = "HTCANNEX_TEST_CONDOR_CONFIG"

@@ -13,7 +13,7 @@ import time
 import htcondor2
 import pytest
 
-from snakemake_executor_plugin_htcannex.pool import Pool
+from htcannex_pool import Pool
 
 from .snakemake_runs import annexes_by_job, board, events, run_snakemake, snakemake_argv
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import htcondor2
 import psutil
 
-from snakemake_executor_plugin_htcannex.pool import Pool
+from htcannex_pool import Pool
 
 ONE_SLOT = [{"cpus": 2, "memory_mb": 4096}]
 

@@ -13,7 +13,7 @@ import htcondor2
 import psutil
 import pytest
 
-from snakemake_executor_plugin_htcannex.pool import PoolRequestError
+from htcannex_pool import PoolRequestError
 
 from pool_helpers import (event_types, make_pool, script, stop_for_sure, submit,
                           wait_for_status, wait_until)

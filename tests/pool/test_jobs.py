@@ -5,7 +5,7 @@ import classad2
 import htcondor2
 import pytest
 
-from snakemake_executor_plugin_htcannex.pool import PoolRequestError
+from htcannex_pool import PoolRequestError
 
 from pool_helpers import event_types, events, python_script, script, submit, wait_for_status
 

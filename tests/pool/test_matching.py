@@ -5,7 +5,7 @@ import time
 import htcondor2
 import pytest
 
-from snakemake_executor_plugin_htcannex.pool import PoolRequestError
+from htcannex_pool import PoolRequestError
 
 from pool_helpers import events, job_status, script, submit, wait_for_status, wait_until
 

@@ -5,7 +5,7 @@ import time
 import htcondor2
 import pytest
 
-from snakemake_executor_plugin_htcannex.pool import PoolRequestError
+from htcannex_pool import PoolRequestError
 
 from snakemake_executor_plugin_htcannex.holds import Hold
 

@@ -6,7 +6,7 @@ session), so killing snakemake does not kill the pool or its jobs. It is the
 only writer of the queue. It exits by itself after `idle_exit_s` with no jobs
 that can still change and no requests, so nothing is left behind by CI.
 
-Run as `python -m snakemake_executor_plugin_htcannex.pool.daemon --spool DIR ...`
+Run as `python -m htcannex_pool.daemon --spool DIR ...`
 (the client does this; see `Pool.ensure_running`).
 """
 import argparse

@@ -25,13 +25,7 @@ from . import protocol
 from .policy import PolicyConfigError, PoolPolicy
 
 DEFAULT_SPOOL = Path(".htcannex/pool")
-# The daemon imports this package as the top-level package `pool`: importing it
-# as `snakemake_executor_plugin_htcannex.pool` would first import the plugin and
-# with it snakemake (1.5 s on every start, for nothing: the pool imports nothing
-# from the plugin).
 RESPAWN_AFTER_S = 3.0
-_DAEMON_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
-                "from pool.daemon import main; sys.exit(main())")
 
 
 class PoolError(htcondor2.HTCondorException):
@@ -151,7 +145,7 @@ class Pool:
         with open(self.spool_dir / "daemon.log", "ab") as daemon_log:
             # The daemon double-forks; this child exits at once after detaching.
             subprocess.run(
-                [sys.executable, "-c", _DAEMON_BOOT, str(Path(__file__).parent.parent),
+                [sys.executable, "-m", "htcannex_pool.daemon",
                  "--spool", str(self.spool_dir), "--origin", str(self.origin_dir),
                  "--idle-exit", str(self.idle_exit_s), "--cycle", str(self.cycle_s),
                  "--slots", json.dumps(self.slots), "--detach"],
