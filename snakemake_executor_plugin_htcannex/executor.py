@@ -8,6 +8,7 @@ through the schedd seam. check_active_jobs: read the one event log
 import asyncio
 import dataclasses
 import os
+import re
 import shlex
 import sys
 import time
@@ -28,12 +29,14 @@ from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit,
 from .rotation import RotationError, plan_report
 from .holds import Hold, memory_for_retry
 from .sites import Catalogue, HtcannexConfigError, SiteRefusal, load_catalogue
-from .tracking import EventLogTracker, HoldPolicy, JobPhase
+from .tracking import EventLogTracker, HoldPolicy, JobPhase, JobRecord
 from .units import UnitError, parse_duration_s
 
 STATE_DIR = Path(".htcannex")
 STDERR_TAIL_LINES = 20
 NEWS_CHECK_S = 0.01  # how often the status thread looks whether the event log grew
+# How long after a submit a missing event log means HTCondor cannot write it (then the schedd is asked).
+NO_EVENT_LOG_GRACE_S = 10.0
 # HTCondor starts jobs with no PATH; the spawned Snakemake (its ILP scheduler
 # included) and the rules' shell commands need one.
 EXECUTE_POINT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -42,6 +45,8 @@ EXECUTE_POINT_PATH = "/usr/local/bin:/usr/bin:/bin"
 # mem_mb gets this much on top, and a job without mem_mb/disk_mb gets
 # Snakemake's own "full" defaults instead of the pool's (128 MB on many pools).
 SPAWNED_SNAKEMAKE_MB = 256
+COMMAND_NOT_FOUND = 127  # a POSIX shell's exit status for a command it cannot find
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
 SPAWNED_SNAKEMAKE_DEFAULTS = {"mem_mb": 1000, "disk_mb": 1000}
 
 
@@ -52,6 +57,7 @@ class Executor(RemoteExecutor):
         self._runtime: Optional[_Runtime] = None
         # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold
         self._memory_floor: dict[str, int] = {}
+        self._warned_no_event_log = False
         super().__init__(workflow, logger)
 
     def __post_init__(self):
@@ -213,7 +219,7 @@ class Executor(RemoteExecutor):
         aux = job_info.aux
         if aux["held_for_annex"]:
             return self._wait_for_annex(job_info)
-        record = runtime.tracker.jobs.get(job_info.external_jobid)
+        record = runtime.tracker.jobs.get(job_info.external_jobid) or self._held_without_event_log(job_info)
         if record is None or record.phase is JobPhase.RUNNING:
             return True
         rule = job_info.job.name
@@ -258,6 +264,28 @@ class Executor(RemoteExecutor):
         ads = runtime.connection.schedd.query(_job_constraint(job_info.external_jobid), projection=[])
         stuck = ads and recovery.stuck_on_annex(runtime.connection.collector, ads[0], site.annex_name)
         return self._move_or_fail(job_info, stuck, ads[0]) if stuck else True
+
+    def _held_without_event_log(self, job_info: SubmittedJobInfo) -> Optional[JobRecord]:
+        """A held job's record from its ad, when the event log was never created. HTCondor writes the
+        log as the job's owner; where the owner cannot write the submit directory there is none, and
+        the job's outputs are held 12/13 (holds.py): asked of the schedd, so the run does not wait
+        forever on a log that will never come."""
+        tracker = self._runtime.tracker
+        if tracker.path.exists() or time.time() - job_info.aux["waiting_since"] < NO_EVENT_LOG_GRACE_S:
+            return None
+        if not self._warned_no_event_log:
+            self._warned_no_event_log = True
+            self.logger.warning(f"HTCondor has not created the event log {tracker.path}: it writes it as the "
+                                "job's owner, who cannot write there (see docs/real-access-point.md); "
+                                "asking the schedd about each job instead")
+        ads = self._runtime.connection.schedd.query(
+            _job_constraint(job_info.external_jobid),
+            projection=["JobStatus", "HoldReason", "HoldReasonCode", "HoldReasonSubCode"])
+        if not ads or ads[0].get("JobStatus") != JobStatus.HELD:
+            return None
+        ad = ads[0]
+        return JobRecord(job_info.external_jobid, phase=JobPhase.HELD, hold_reason=ad.get("HoldReason"),
+                         hold_code=ad.get("HoldReasonCode"), hold_subcode=ad.get("HoldReasonSubCode"))
 
     def _more_memory_next_time(self, spec: JobSpec) -> str:
         """Remember that this job's next attempt asks for more memory than the held one did, whatever
@@ -323,6 +351,7 @@ class Executor(RemoteExecutor):
 
     def _failure_message(self, job_info: SubmittedJobInfo, record) -> str:
         where = f" on annex {record.annex}" if record.annex else ""
+        where += f" (slot {record.slot})" if record.slot else ""
         what = (
             f"exited with return value {record.return_value}"
             if record.return_value is not None else record.end_reason
@@ -331,7 +360,7 @@ class Executor(RemoteExecutor):
         tail = secrets.redact(_tail(job_info.aux["stderr"]))
         if tail:
             message += f"Last lines of its stderr:\n{tail}\n"
-        return message
+        return message + _execute_side_hint(record.return_value, tail)
 
     def _job_spec(self, job: JobExecutorInterface) -> JobSpec:
         outputs = _products(job)
@@ -430,6 +459,21 @@ def _with_room_for_snakemake(resources: dict) -> dict:
     return resources
 
 
+def _execute_side_hint(return_value: Optional[int], stderr_tail: str) -> str:
+    """What the execute side lacks, when the failure says so: a command not on its PATH (exit 127),
+    or a Python without the workflow's modules. Jobs run there as the submitting user, with
+    the PATH the job sets (no login environment) and whatever Python the site or image has."""
+    missing = MISSING_MODULE.search(stderr_tail)
+    if return_value != COMMAND_NOT_FOUND and not missing:
+        return ""
+    lacks = (f"its Python has no module {missing.group(1)!r}" if missing
+             else "a command the job runs is not on its PATH")
+    return (f"The execute side lacks the workflow's software: {lacks}. A job runs `python -m snakemake` "
+            f"(or the rule's command) with PATH={EXECUTE_POINT_PATH} and the Python found there. Fix: "
+            "give the jobs a container image with the workflow's software (--htcannex-container-image), "
+            "or have the site provide a `python` with it on that PATH (docs/real-access-point.md). ")
+
+
 def _with_memory(resources: dict, mem_mb: int) -> dict:
     """`resources` asking for `mem_mb` of memory (Snakemake's other spellings of it dropped)."""
     return {**{name: value for name, value in resources.items() if name not in ("mem", "mem_mib")},
@@ -480,7 +524,10 @@ class _Runtime:
         state_dir = STATE_DIR.resolve()
         target = settings.schedd or config.pool
         pool_dir = Path(settings.pool_dir).resolve() if settings.pool_dir else None
-        connection = schedd_seam.connect(target, pool_dir)
+        try:
+            connection = schedd_seam.connect(target, pool_dir)
+        except schedd_seam.ScheddNotFound as error:
+            raise WorkflowError(str(error)) from error
         backend = (
             EmbeddedBackend(connection.pool, config_path)
             if connection.pool is not None else HtcondorCliBackend()

@@ -40,8 +40,21 @@ def connect(target: str, pool_dir: Optional[Path] = None) -> Connection:
         return _connect_embedded(pool_dir)
     collector = htcondor2.Collector()
     if target == DEFAULT:
-        return Connection(htcondor2.Schedd(), collector)
+        return Connection(_local_schedd(), collector)
     return Connection(_locate_schedd(collector, target), collector)
+
+
+def _local_schedd():
+    try:
+        return htcondor2.Schedd()
+    except htcondor2.HTCondorException as error:
+        raise ScheddNotFound(
+            f"pool: default means the schedd of the HTCondor access point this runs on (found through "
+            f"its HTCondor configuration, CONDOR_CONFIG), and there is none here ({error}). Fix: run "
+            f"Snakemake on an access point where `condor_q` works for you; or set `pool:` in "
+            f"htcannex.yaml (or --htcannex-schedd) to the name of a schedd your collector knows; "
+            f"or `pool: local` for the embedded pool on this machine"
+        ) from error
 
 
 def _connect_embedded(pool_dir: Optional[Path]) -> Connection:

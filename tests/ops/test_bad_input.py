@@ -30,6 +30,10 @@ CASES = {
                                            ["htcannex.yaml: rotation.chunk.sites", "mars"]),
     "catalogue-not-yaml": (None, ("pool: local", "pool: [local"),
                            ["htcannex.yaml: (file): is not valid YAML", "Fix: correct the syntax"]),
+    # a named schedd no collector knows (here: no HTCondor configured at all)
+    "catalogue-unknown-schedd": (None, ("pool: local", "pool: ap40.example.org"),
+                                 ["schedd 'ap40.example.org' is not known to the collector",
+                                  "condor_status -schedd"]),
 }
 
 
@@ -49,6 +53,47 @@ def test_bad_profile_or_catalogue_is_one_clear_error(workdir, user_env, profile,
         assert word in result.stderr, result.stderr[-2000:]
     assert "Traceback (most recent call last)" not in result.stderr
     assert not (workdir / ".htcannex" / "jobs.log").exists()  # nothing was submitted
+
+
+@pytest.mark.slow
+def test_pool_default_without_an_access_point_says_what_default_means(workdir, user_env):
+    catalogue = workdir / "htcannex.yaml"
+    catalogue.write_text(catalogue.read_text().replace("pool: local", "pool: default"))
+    # No HTCondor configuration: this machine is no access point.
+    result = run_snakemake(workdir, {**user_env, "CONDOR_CONFIG": "/dev/null"}, "copied.txt", timeout=60)
+    assert result.returncode != 0
+    assert "pool: default means the schedd of the HTCondor access point this runs on" in result.stderr
+    assert "`pool: local` for the embedded pool" in result.stderr
+    assert "Traceback (most recent call last)" not in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target, lacks", [
+    ("no-tool.txt", "a command the job runs is not on its PATH"),
+    ("no-module.txt", "its Python has no module 'htcannex_no_such_module'"),
+])
+def test_an_execute_side_without_the_software_is_named(workdir, user_env, target, lacks):
+    result = run_snakemake(workdir, user_env, target, extra=["--retries", "0"], timeout=120)
+    assert result.returncode != 0
+    assert f"The execute side lacks the workflow's software: {lacks}" in result.stderr, result.stderr[-3000:]
+    assert "--htcannex-container-image" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_submit_directory_the_job_owner_cannot_write_is_named(workdir, user_env):
+    # HTCondor writes the event log and the outputs as the job's owner (never root): here it cannot.
+    (workdir / ".htcannex").mkdir()
+    for directory in (workdir / ".htcannex", workdir):
+        directory.chmod(0o555)
+    try:
+        result = run_snakemake(workdir, user_env, "copied.txt", extra=["--retries", "0"], timeout=120)
+    finally:
+        for directory in (workdir, workdir / ".htcannex"):
+            directory.chmod(0o755)
+    assert result.returncode != 0
+    assert "HTCondor has not created the event log" in result.stderr, result.stderr[-3000:]
+    assert "(HoldReasonCode 12, HoldReasonSubCode 13)" in result.stderr
+    assert "the submit directory is not writable by the user the job runs as" in result.stderr
 
 
 @pytest.mark.slow
