@@ -1,6 +1,7 @@
 """The whole workflow through the snakemake CLI: local executor, and htcannex on the embedded pool."""
 import csv
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -133,3 +134,29 @@ def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
         assert len(state["segments"]) > 2  # at least one self-checkpoint restart
     for state in final_states(training_set, "baseline"):
         assert {epoch["site"] for epoch in state["history"]} == {"htcannex-expanse"}
+
+
+def test_each_chunk_job_trains_only_its_own_chunk_with_local_checkpoints(tmp_path, embedded_pool):
+    """checkpoint_store: local through htcannex, three chunks: the executor transfers each
+    checkpoint as a file and the pool gives every input the transfer's second as mtime, as HTCondor
+    does; each chunk's job still runs its own step only (one_step.py), so every epoch is trained
+    once, on its chunk's site (on a real pool the chunk-3 job retrained chunks 1 and 2)."""
+    workdir = tmp_path / "protein_lm"
+    shutil.copytree(WORKFLOW, workdir, ignore=shutil.ignore_patterns("__pycache__", "results", "logs", ".snakemake"))
+    tiny_config(workdir, sweep=ONE_SEED, checkpoint_store="local",
+                pretrain={"chunks": 3, "epochs_per_job": 1, "checkpoint_every_steps": 10_000, "threads": 1})
+    env = dict(os.environ, HTCANNEX_POOL_DIR=str(embedded_pool.spool_dir))
+    run = "6b3871c6-fe47-59c5-b44f-ca35864d796c"  # the tiny config's run for seed 1
+    target = f"results/checkpoints/distributed/{run}/distributed-{run}-chunk-3.pt"
+    result = snakemake(workdir, target, "--executor", "htcannex", "--profile", str(REPO / "profiles" / "local"),
+                       "--config", "checkpoint_store=local", "--configfile", "tiny.yaml",
+                       env=env, timeout=900, snakefile=workdir / "Snakefile")
+    assert result.returncode == 0, result.stdout[-4000:]
+    job_logs = sorted((workdir / ".htcannex" / "logs").glob("train_chunk-*.err"))
+    assert len(job_logs) == 3
+    for log in job_logs:
+        totals = {total for _, total in re.findall(r"(\d+) of (\d+) steps", log.read_text())}
+        assert totals == {"1"}, f"{log.name}: {totals}"
+    final = checkpoint.load(workdir / target)
+    sites = [epoch["site"] for epoch in final["history"]]
+    assert len(sites) == 3 and sites[0] != sites[1], sites  # one epoch per chunk, hopping
