@@ -3,6 +3,6 @@
 See docs/pool.md for what of HTCondor it reproduces. The plugin uses only
 `Pool` (and through it `PoolSchedd` / `PoolCollector`).
 """
-from .client import Pool, PoolCollector, PoolError, PoolRequestError, PoolSchedd, SubmitResult
+from .client import DEFAULT_SPOOL, Pool, PoolCollector, PoolError, PoolRequestError, PoolSchedd, SubmitResult
 
-__all__ = ["Pool", "PoolCollector", "PoolError", "PoolRequestError", "PoolSchedd", "SubmitResult"]
+__all__ = ["DEFAULT_SPOOL", "Pool", "PoolCollector", "PoolError", "PoolRequestError", "PoolSchedd", "SubmitResult"]

@@ -35,6 +35,7 @@ from typing import Optional
 
 import htcondor2
 
+from . import paths
 from .rotation import _natural as natural_run_order
 from .secrets import redact
 from .tracking import EventLogTracker, JobPhase, JobRecord
@@ -95,7 +96,7 @@ class BoardSource:
     def __init__(self, workdir: Path, schedd, collector=None, run_wildcard: str = "run",
                  chunk_wildcard: str = "chunk", epochs_per_job: Optional[int] = None,
                  first_chunk: Optional[int] = None):
-        self.tracker = EventLogTracker(Path(workdir) / ".htcannex" / "jobs.log")
+        self.tracker = EventLogTracker(paths.event_log(workdir))
         self.schedd, self.collector = schedd, collector
         self.run_wildcard, self.chunk_wildcard = run_wildcard, chunk_wildcard
         self.epochs_per_job = epochs_per_job

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from .executor import STATE_DIR
-from htcannex_pool import Pool
+from htcannex_pool import DEFAULT_SPOOL, Pool
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / "workflows" / "protein_lm"
@@ -27,7 +26,7 @@ BIN = Path(sys.executable).parent
 
 
 def main() -> int:
-    origin = Pool(os.environ.get("HTCANNEX_POOL_DIR") or REPO / STATE_DIR / "pool").origin_dir
+    origin = Pool(os.environ.get("HTCANNEX_POOL_DIR") or REPO / DEFAULT_SPOOL).origin_dir
     if stale := stale_checkpoints(origin):
         print(f"make demo: {stale} holds the checkpoints of an earlier demo, but results/ is gone, so Snakemake "
               "would retrain every chunk and the origin would refuse to overwrite its immutable objects. "

@@ -39,6 +39,7 @@ import classad2
 import htcondor2
 import yaml
 
+from . import paths
 from .secrets import contains_secret, redact
 from .sites import ResourceRequest, Site
 from .units import UnitError, format_duration_s, parse_duration_s, parse_size_mib
@@ -116,7 +117,7 @@ class SubmitOptions:
     """What is the same for every job of a workflow run."""
 
     workdir: Path  # the job's initial directory; Snakemake's working directory
-    log_path: Path  # the one user event log, <workdir>/.htcannex/jobs.log
+    log_path: Path  # the one user event log, paths.event_log(workdir)
     shared_fs: bool = False  # campus pool with a shared filesystem: no file transfer
     container_image: str | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
@@ -140,7 +141,7 @@ class SubmitOptions:
     @property
     def logs_dir(self) -> Path:
         """Where each job's stdout/stderr go; the executor creates it before submitting."""
-        return Path(self.workdir) / ".htcannex" / "logs"
+        return paths.job_logs_dir(self.workdir)
 
 
 def transfer_root(workdir: Path, paths: Sequence[str]) -> Path | None:

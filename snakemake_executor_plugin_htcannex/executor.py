@@ -22,7 +22,7 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
-from . import direct_shell, one_step, osdf_transfer, recovery, secrets
+from . import direct_shell, one_step, osdf_transfer, paths, recovery, secrets
 from . import schedd as schedd_seam
 from .annex import AnnexLedger, AnnexManager, AnnexState, EmbeddedBackend, HtcondorCliBackend
 from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit, job_signature, transfer_root
@@ -32,7 +32,6 @@ from .sites import Catalogue, HtcannexConfigError, SiteRefusal, load_catalogue
 from .tracking import EventLogTracker, HoldPolicy, JobPhase, JobRecord
 from .units import UnitError, parse_duration_s
 
-STATE_DIR = Path(".htcannex")
 STDERR_TAIL_LINES = 20
 NEWS_CHECK_S = 0.01  # how often the status thread looks whether the event log grew
 # How long after a submit a missing event log means HTCondor cannot write it (then the schedd is asked).
@@ -521,7 +520,6 @@ class _Runtime:
             config = load_catalogue(config_path)
         except HtcannexConfigError as error:
             raise WorkflowError(str(error)) from error
-        state_dir = STATE_DIR.resolve()
         target = settings.schedd or config.pool
         pool_dir = Path(settings.pool_dir).resolve() if settings.pool_dir else None
         try:
@@ -536,7 +534,7 @@ class _Runtime:
         if settings.max_annexes is not None:
             guards = dataclasses.replace(guards, max_annexes=settings.max_annexes)
         annexes = AnnexManager(
-            connection.collector, backend, AnnexLedger(state_dir / "annex-requests.json"),
+            connection.collector, backend, AnnexLedger(paths.annex_ledger(Path.cwd())),
             guards, mode=settings.annex_mode or config.annex.mode,
         )
         try:
@@ -555,7 +553,7 @@ class _Runtime:
         sources = () if settings.shared_fs else sorted(workflow.dag.get_sources())
         submit_options = SubmitOptions(
             workdir=Path.cwd(),
-            log_path=state_dir / "jobs.log",
+            log_path=paths.event_log(Path.cwd()),
             shared_fs=settings.shared_fs,
             container_image=settings.container_image,
             extra_commands=config.submit_commands,
@@ -568,7 +566,7 @@ class _Runtime:
         )
         submit_options.logs_dir.mkdir(parents=True, exist_ok=True)
         return cls(
-            config, connection, EventLogTracker(state_dir / "jobs.log"), annexes,
+            config, connection, EventLogTracker(paths.event_log(Path.cwd())), annexes,
             HoldPolicy(settings.hold_policy, settings.hold_releases), submit_options, idle_timeout_s,
             not settings.snakemake_in_every_job, withheld,
         )

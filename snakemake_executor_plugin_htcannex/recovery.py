@@ -18,7 +18,8 @@
 - A self-checkpointing job under Snakemake: the Snakemake process inside the
   job exits 1 whatever its script exited with, so HTCondor would never see the
   checkpoint exit code. `with_checkpoint_exit` wraps the job's command so that a
-  script that wrote its code to CHECKPOINT_EXIT_MARKER makes the job exit with it.
+  script that wrote its code to the marker file (paths.CHECKPOINT_EXIT_MARKER, named to the
+  job by $HTCANNEX_CHECKPOINT_EXIT_MARKER) makes the job exit with it.
 """
 import json
 from typing import Callable, Iterable, Optional
@@ -27,11 +28,10 @@ import classad2
 from htcondor_codes import JobStatus
 
 from .diagnose import analyse_slot, catalogue_slot_ad, live_slots
+from .paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
 from .rotation import Rotation
 from .sites import Site
 
-# Written by a self-checkpointing script in the job's working directory: the exit code to end with.
-CHECKPOINT_EXIT_MARKER = ".htcannex-checkpoint-exit"
 QUEUED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "HtcannexSignature", "HtcannexSite", "HoldReasonCode",
                      "QDate", "Err"]
 FINISHED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "ExitCode", "HtcannexSignature", "HtcannexSite"]
@@ -43,7 +43,7 @@ def with_checkpoint_exit(command: str) -> str:
     """`command`, then exit with the code in the marker file if the job's script left one (the
     marker is removed, so the restarted job starts clean), else with the command's own status."""
     marker = CHECKPOINT_EXIT_MARKER
-    return (f"{command}; status=$?; if [ -f {marker} ]; then code=$(cat {marker}); rm -f {marker}; "
+    return (f"export {CHECKPOINT_EXIT_MARKER_VARIABLE}={marker}; {command}; status=$?; if [ -f {marker} ]; then code=$(cat {marker}); rm -f {marker}; "
             f"exit $code; fi; exit $status")
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from snakemake_interface_common.exceptions import WorkflowError
 
+from .. import paths
 from ..rotation import RotationError, render_plan
 from ..sites import HtcannexConfigError, load_catalogue
 
@@ -57,7 +58,6 @@ def plan(args) -> int:
 
 def create(args) -> int:
     from ..annex import AnnexLedger, AnnexManager, EmbeddedBackend, HtcondorCliBackend
-    from ..executor import STATE_DIR
     from ..schedd import connect
 
     path = catalogue_path(args)
@@ -70,7 +70,7 @@ def create(args) -> int:
     backend = EmbeddedBackend(connection.pool, path) if connection.pool else HtcondorCliBackend()
     # Guards and the ledger apply as in a run: a request made here is one the
     # executor will not repeat, and it counts against the budget.
-    manager = AnnexManager(connection.collector, backend, AnnexLedger(STATE_DIR / "annex-requests.json"),
+    manager = AnnexManager(connection.collector, backend, AnnexLedger(paths.annex_ledger()),
                            catalogue.annex, mode="auto")
     print(manager.ensure(site).message or f"annex {site.annex_name} is up")
     return 0

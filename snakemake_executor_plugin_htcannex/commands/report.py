@@ -8,6 +8,7 @@ from pathlib import Path
 
 from humanfriendly.terminal.spinners import Spinner
 
+from .. import paths
 from ..report import build_report
 from ..report.advice import DEFAULT_HEADROOM, DEFAULT_THRESHOLD
 from ..report.records import EventLogError, check_readable, count_events
@@ -20,7 +21,7 @@ AD_PROJECTION = ["ClusterId", "ProcId", "QDate", "HtcannexRule", "HtcannexWildca
 
 def report(args) -> int:
     workdir = Path(args.directory).resolve()
-    log = Path(args.log) if args.log else workdir / ".htcannex" / "jobs.log"
+    log = Path(args.log) if args.log else paths.event_log(workdir)
     try:
         check_readable(log)
     except EventLogError as error:

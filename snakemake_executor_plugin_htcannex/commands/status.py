@@ -4,6 +4,7 @@ from pathlib import Path
 
 import yaml
 
+from .. import paths
 from ..board import BoardSource, render
 from .why import UsageError, add_pool_options, open_catalogue_and_pool, reporting_usage_errors
 
@@ -26,7 +27,7 @@ def epochs_per_job_from_config(path: Path):
 
 def status(args) -> int:
     workdir = Path(args.directory).resolve()
-    if not (workdir / ".htcannex").is_dir():
+    if not paths.state_dir(workdir).is_dir():
         raise UsageError(f"{workdir} has no .htcannex directory: no htcannex run was started here "
                          "(run this in the directory you ran snakemake in, or pass --directory)")
     catalogue, connection = open_catalogue_and_pool(args)

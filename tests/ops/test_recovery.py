@@ -5,7 +5,7 @@ from pathlib import Path
 import classad2
 import pytest
 
-from snakemake_executor_plugin_htcannex import recovery
+from snakemake_executor_plugin_htcannex import paths, recovery
 from snakemake_executor_plugin_htcannex.sites import load_catalogue
 
 CATALOGUE = Path(__file__).parent / "workflows" / "faults" / "htcannex.yaml"
@@ -18,10 +18,10 @@ CATALOGUE = Path(__file__).parent / "workflows" / "faults" / "htcannex.yaml"
 ])
 def test_job_exits_with_the_checkpoint_code_its_script_left(tmp_path, command, marker, status):
     if marker:
-        (tmp_path / recovery.CHECKPOINT_EXIT_MARKER).write_text(marker + "\n")
+        (tmp_path / paths.CHECKPOINT_EXIT_MARKER).write_text(marker + "\n")
     result = subprocess.run(["/bin/sh", "-c", recovery.with_checkpoint_exit(command)], cwd=tmp_path)
     assert result.returncode == status
-    assert not (tmp_path / recovery.CHECKPOINT_EXIT_MARKER).exists()  # the restarted job starts clean
+    assert not (tmp_path / paths.CHECKPOINT_EXIT_MARKER).exists()  # the restarted job starts clean
 
 
 def test_next_site_skips_sites_whose_slots_cannot_run_the_job():

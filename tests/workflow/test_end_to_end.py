@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from protein_lm import checkpoint
-from protein_lm.job_environment import CHECKPOINT_EXIT_MARKER
+from protein_lm.job_environment import CHECKPOINT_EXIT_MARKER_VARIABLE
 
 from .conftest import REPO, WORKFLOW, snakemake, tiny_config
 
@@ -68,12 +68,13 @@ def test_exit_85_path_through_snakemake_resumes_bitwise(tmp_path):
     args = (target.format(run=run), "--cores", "1", "--configfile", "tiny.yaml")  # --configfile takes all that follows
     assert snakemake(unbroken_dir, *args).returncode == 0
 
-    env = dict(os.environ, PROTEIN_LM_SELF_CHECKPOINT="stop")
+    marker = "checkpoint-exit"  # the htcannex job wrapper names it in the job's environment
+    env = dict(os.environ, PROTEIN_LM_SELF_CHECKPOINT="stop", **{CHECKPOINT_EXIT_MARKER_VARIABLE: marker})
     stopped = snakemake(evicted_dir, *args, env=env)
     assert stopped.returncode == 1
-    assert (evicted_dir / CHECKPOINT_EXIT_MARKER).read_text().strip() == "85"
+    assert (evicted_dir / marker).read_text().strip() == "85"
     assert (evicted_dir / f"selfckpt-distributed-{run}-1.pt").exists()
-    (evicted_dir / CHECKPOINT_EXIT_MARKER).unlink()  # as the htcannex job wrapper does
+    (evicted_dir / marker).unlink()  # as the htcannex job wrapper does
     resumed = snakemake(evicted_dir, *args, env=env)
     assert resumed.returncode == 0, resumed.stdout[-3000:]
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from protein_lm.config import TrainParams
-from protein_lm.job_environment import CHECKPOINT_EXIT_MARKER, checkpoint_exit_code
+from protein_lm.job_environment import checkpoint_exit_code, checkpoint_exit_marker
 from protein_lm.runtime import skip_exit_collections
 from protein_lm.training import ChunkJob, Outcome, SelfCheckpoint, train_chunk
 
@@ -32,5 +32,6 @@ skip_exit_collections()
 if outcome is Outcome.CHECKPOINTED:
     # Snakemake around this script exits 1 for any failure; the marker tells the htcannex
     # job wrapper to exit with the checkpoint code instead (docs/architecture.md).
-    CHECKPOINT_EXIT_MARKER.write_text(f"{exit_code}\n")
+    if marker := checkpoint_exit_marker():
+        marker.write_text(f"{exit_code}\n")
     sys.exit(exit_code)

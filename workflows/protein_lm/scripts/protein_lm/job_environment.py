@@ -14,8 +14,9 @@ import classad2
 # Set to "stop" or "continue" to override what the job ad implies (tests, manual runs).
 SELF_CHECKPOINT_MODE_VARIABLE = "PROTEIN_LM_SELF_CHECKPOINT"
 # Snakemake inside the job turns any failing script into exit status 1; the htcannex job
-# wrapper reads this file to exit with the checkpoint code instead (docs/architecture.md).
-CHECKPOINT_EXIT_MARKER = Path(".htcannex-checkpoint-exit")
+# wrapper names a file here, which it reads to exit with the checkpoint code instead
+# (docs/architecture.md).
+CHECKPOINT_EXIT_MARKER_VARIABLE = "HTCANNEX_CHECKPOINT_EXIT_MARKER"
 
 
 def current_site() -> str:
@@ -69,6 +70,13 @@ def checkpoint_exit_code() -> int | None:
     if mode not in (None, ""):
         raise ValueError(f"${SELF_CHECKPOINT_MODE_VARIABLE}={mode!r}: use 'stop' or 'continue'")
     return code
+
+
+def checkpoint_exit_marker() -> Path | None:
+    """The file to leave the checkpoint exit code in, as the job's environment names it; None
+    outside an htcannex job (nothing there turns the file into the job's exit status)."""
+    name = os.environ.get(CHECKPOINT_EXIT_MARKER_VARIABLE)
+    return Path(name) if name else None
 
 
 def job_environment_ad(variable: str) -> classad2.ClassAd | None:

@@ -1,0 +1,34 @@
+"""Where htcannex keeps its files: the `.htcannex/` directory of a run, and the job's marker file.
+
+A run directory (Snakemake's working directory) holds:
+
+    .htcannex/jobs.log                 the one HTCondor user event log of every job (tracking, board, report)
+    .htcannex/logs/<job>.out|.err      each job's stdout and stderr
+    .htcannex/annex-requests.json      the annexes requested, so a restart does not request them again
+    .htcannex/pool/                    the embedded pool's spool (its own default: htcannex_pool.DEFAULT_SPOOL)
+"""
+from pathlib import Path
+
+STATE_DIR = Path(".htcannex")
+
+# A self-checkpointing script writes its exit code to this file in the job's working directory
+# (Snakemake around it exits 1 whatever the script exited with); the job wrapper then exits with
+# that code. The job learns the name from CHECKPOINT_EXIT_MARKER_VARIABLE in its environment.
+CHECKPOINT_EXIT_MARKER = ".htcannex-checkpoint-exit"
+CHECKPOINT_EXIT_MARKER_VARIABLE = "HTCANNEX_CHECKPOINT_EXIT_MARKER"
+
+
+def state_dir(workdir: Path | str = ".") -> Path:
+    return Path(workdir) / STATE_DIR
+
+
+def event_log(workdir: Path | str = ".") -> Path:
+    return state_dir(workdir) / "jobs.log"
+
+
+def job_logs_dir(workdir: Path | str = ".") -> Path:
+    return state_dir(workdir) / "logs"
+
+
+def annex_ledger(workdir: Path | str = ".") -> Path:
+    return state_dir(workdir) / "annex-requests.json"
