@@ -14,7 +14,6 @@ import getpass
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,14 +73,3 @@ def real_htcondor(tmp_base: Path) -> Backend:
     base = Path(os.environ.get("HTCANNEX_TEST_SUBMIT_BASE", tempfile.gettempdir()))
     owner = htcondor2.param.get("ANNEX_OWNER", getpass.getuser())
     return Backend("htcondor", schedd, collector, owner, base, patience_s=120)
-
-
-def wait_until(predicate, timeout_s: float, what: str):
-    deadline = time.time() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.time() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
-        time.sleep(0.2)

@@ -15,7 +15,7 @@ import pytest
 
 from snakemake_executor_plugin_htcannex.holds import Hold, HoldKind
 
-from backends import wait_until
+from waiting import wait_until
 
 JobEventType = htcondor2.JobEventType
 OLD = 1_600_000_000  # 2020-09-13: an input mtime no transfer may keep
@@ -50,7 +50,7 @@ def wait_for_event(backend, directory: Path, job_id: str, kind, count: int = 1):
     def found():
         matching = [event for event in events(directory, job_id) if event.type == kind]
         return matching if len(matching) >= count else None
-    return wait_until(found, backend.patience_s, f"{count} {kind.name} event(s) of job {job_id}")[-1]
+    return wait_until(found, backend.patience_s, f"{count} {kind.name} event(s) of job {job_id}", every_s=0.2)[-1]
 
 
 def job_ad(backend, job_id: str, projection=()) -> dict:

@@ -4,13 +4,13 @@ import sys
 import os
 import signal
 import textwrap
-import time
 from pathlib import Path
 
 import htcondor2
 import psutil
 
 from htcannex_pool import Pool
+from waiting import wait_until  # noqa: F401  (the pool tests import it from here)
 
 ONE_SLOT = [{"cpus": 2, "memory_mb": 4096}]
 
@@ -47,17 +47,6 @@ def python_script(directory: Path, name: str, body: str) -> Path:
 
 def submit(pool: Pool, commands: dict, **kwargs):
     return pool.schedd().submit(htcondor2.Submit({"log": "jobs.log", **commands}), **kwargs)
-
-
-def wait_until(predicate, timeout_s: float = 20.0, what: str = "condition"):
-    deadline = time.time() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.time() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def job_status(pool: Pool, job_id: str) -> int | None:

@@ -65,7 +65,7 @@ def test_daemon_and_jobs_outlive_a_killed_client(spool, submit_dir):
     script(submit_dir, "wait.sh", 'echo started > "$1"; sleep 60\n')
     client = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
         import sys, time, htcondor2
-        sys.path.insert(0, {str(os.path.dirname(__file__))!r})
+        sys.path[:0] = [{str(os.path.dirname(__file__))!r}, {str(os.path.dirname(os.path.dirname(__file__)))!r}]
         from pool_helpers import make_pool
         pool = make_pool({str(spool)!r})
         pool.schedd().submit(htcondor2.Submit({{"executable": "wait.sh", "arguments": {str(submit_dir / 'mark')!r}}}))
@@ -91,7 +91,7 @@ def test_two_clients_at_once_start_one_daemon_and_queue_all_jobs(spool, submit_d
     script(submit_dir, "job.sh", "exit 0\n")
     client_code = textwrap.dedent(f"""\
         import sys, htcondor2
-        sys.path.insert(0, {str(os.path.dirname(__file__))!r})
+        sys.path[:0] = [{str(os.path.dirname(__file__))!r}, {str(os.path.dirname(os.path.dirname(__file__)))!r}]
         from pool_helpers import make_pool
         schedd = make_pool({str(spool)!r}).schedd()
         for _ in range(50):
