@@ -95,7 +95,8 @@ class Annex:
                           cpus=spec["cpus"], memory_mb=spec["memory_mb"], gpus=spec["gpus"],
                           gpu_memory_mb=spec["gpu_memory_mb"], gpu_capability=spec["gpu_capability"],
                           start=ANNEX_START.format(owner=spec["owner"]), disk_kib=disk_kib,
-                          extra={"AnnexName": spec["name"], "AnnexLifetimeEnd": int(self.ends_at())}))
+                          extra={"AnnexName": spec["name"], "IsAnnex": True,
+                                 "AnnexLifetimeEnd": int(self.ends_at())}))
             for node in range(1, spec["nodes"] + 1)]
 
     def summary(self, now: float) -> dict:

@@ -221,7 +221,8 @@ def diagnose(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue], collector
         lines += explain_hold(job_ad.get("HoldReasonCode"), job_ad.get("HoldReasonSubCode"),
                               job_ad.get("HoldReason", ""), rule, job_id, annex)
     elif status == JobStatus.RUNNING:
-        return lines + [f"running on {job_ad.get('RemoteHost', '?')}: nothing to explain"]
+        where = f" (annex {annex})" if annex else ""
+        return lines + [f"running on {job_ad.get('RemoteHost', '?')}{where}: nothing to explain"]
     elif status in (JobStatus.REMOVED, JobStatus.COMPLETED):
         return lines + ["it has left the queue: nothing to explain"]
     if status in (JobStatus.IDLE, JobStatus.HELD):

@@ -35,6 +35,7 @@ class Backend:
     owner: str
     submit_base: Path
     patience_s: float  # how long a job may take to be matched, run and logged here
+    negotiation_s: float  # a few negotiation cycles: long enough for a matchable job to start
     stop: Callable[[], None] = field(default=lambda: None)
 
     def submit_dir(self) -> Path:
@@ -49,7 +50,8 @@ def embedded(spool: Path) -> Backend:
     owner = getpass.getuser()
     for name, memory_mb in ANNEXES.items():
         pool.create_annex(name, owner=owner, cpus=1, memory_mb=memory_mb, lifetime_s=3600)
-    return Backend("embedded", pool.schedd(), pool.collector(), owner, spool, patience_s=20, stop=pool.stop)
+    return Backend("embedded", pool.schedd(), pool.collector(), owner, spool, patience_s=20, negotiation_s=1.5,
+                   stop=pool.stop)
 
 
 def real_htcondor(tmp_base: Path) -> Backend:
@@ -72,4 +74,6 @@ def real_htcondor(tmp_base: Path) -> Backend:
                     "start it with /work/shared/realpool's condor_config")
     base = Path(os.environ.get("HTCANNEX_TEST_SUBMIT_BASE", tempfile.gettempdir()))
     owner = htcondor2.param.get("ANNEX_OWNER", getpass.getuser())
-    return Backend("htcondor", schedd, collector, owner, base, patience_s=120)
+    negotiation_s = 3 * float(htcondor2.param.get("NEGOTIATOR_INTERVAL", 60))
+    return Backend("htcondor", schedd, collector, owner, base, patience_s=max(120.0, 2 * negotiation_s),
+                   negotiation_s=negotiation_s)

@@ -116,7 +116,7 @@ def test_a_job_whose_annex_is_not_up_stays_idle(backend):
                  **{"MY.TargetAnnexName": '"htcannex-nowhere"'})
     try:
         # Several negotiation cycles: nothing may run it, neither an annex slot nor a plain one.
-        time.sleep(min(backend.patience_s / 4, 15))
+        time.sleep(backend.negotiation_s)
         assert job_ad(backend, job, ["JobStatus"])["JobStatus"] == 1
         assert JobEventType.EXECUTE not in [event.type for event in events(directory, job)]
     finally:
