@@ -26,7 +26,8 @@ from typing import Callable, Optional
 
 import htcondor2
 
-from .sites import AnnexGuards, Site
+from .catalogue import AnnexGuards
+from .site import Site
 
 MODES = ("off", "ask", "auto")
 

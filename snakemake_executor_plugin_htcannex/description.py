@@ -8,11 +8,9 @@ Why the choices below (details in docs/sites.md, "From a job to a submit"):
   execute node, so `transfer_executable = false`) and `arguments` uses
   HTCondor's new syntax, which quotes every element exactly (spaces, single
   and double quotes survive); no wrapper script is written.
-- Values reach the submit language verbatim, and that language is line based
-  and expands `$(...)` macros, so every value from a wildcard, param, config
-  or resource is checked: control characters (a newline would start a new
-  submit command) are refused, and `$` is written as `$(DOLLAR)` so that
-  `$ENV(...)` or `$(Cluster)` in a value stay literal.
+- Values reach the submit language verbatim, so every value from a wildcard,
+  param, config or resource is checked first (submit_values.py): no control
+  characters, `$` kept literal, no secrets.
 - No shared filesystem is assumed: inputs and the workflow sources go in
   `transfer_input_files`, outputs in `transfer_output_files`, and
   `preserve_relative_paths = true` keeps `results/run1/ckpt_3.pt` at that
@@ -33,63 +31,20 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import classad2
 import htcondor2
 import yaml
 
 from . import paths
-from .secrets import contains_secret, redact
-from .sites import ResourceRequest, Site
+from .site import ResourceRequest, Site
+from .submit_values import (CONTAINER_IMAGE, ENV_NAME, GPU_MODEL, SubmitValueError, ValueChecker,
+                            extra_command)
 from .units import UnitError, format_duration_s, parse_duration_s, parse_size_mib
 
 MEDIUM_LIMIT_S = 20 * 3600  # OSPool's JobDurationCategory limits
 LONG_LIMIT_S = 40 * 3600
-RULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-CUSTOM_ATTRIBUTE = re.compile(r"(?:MY\.|\+)(?P<name>[A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
-GPU_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _-]*")
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
-CONTAINER_IMAGE = re.compile(r"(?:osdf://|docker://)?[^\s,]+")
-
-# Submit keywords the `htcannex_submit` escape hatch may set. Those htcannex
-# sets itself are left out on purpose (see OWNED_BY_RESOURCE).
-EXTRA_KEYWORDS = frozenset({
-    "accounting_group", "accounting_group_user", "allowed_job_duration", "batch_name",
-    "checkpoint_exit_code", "concurrency_limits", "container_service_names", "container_target_dir",
-    "cuda_version", "gpus_maximum_capability", "gpus_minimum_runtime", "job_machine_attrs",
-    "job_max_vacate_time", "max_retries", "max_transfer_input_mb", "max_transfer_output_mb",
-    "notification", "notify_user", "on_exit_hold", "on_exit_remove", "periodic_hold",
-    "periodic_release", "periodic_remove", "priority", "rank", "require_gpus", "requirements",
-    "retry_until", "starter_debug", "stream_error", "stream_output", "success_exit_code",
-    "transfer_checkpoint_files", "want_graceful_removal",
-})
-EXPRESSION_KEYWORDS = frozenset({
-    "on_exit_hold", "on_exit_remove", "periodic_hold", "periodic_release", "periodic_remove",
-    "rank", "require_gpus", "requirements", "retry_until",
-})
-OWNED_BY_RESOURCE = {
-    "universe": "the container image", "container_image": "the rule's container or the profile",
-    "executable": "the job's command", "arguments": "the job's command", "environment": "the profile's environment",
-    "request_cpus": "threads", "request_memory": "mem_mb / mem", "request_disk": "disk_mb / disk",
-    "request_gpus": "gpu", "gpus_minimum_memory": "gpu_memory", "gpus_minimum_capability": "gpu_capability",
-    "allowed_execute_duration": "runtime", "log": "htcannex (one event log)", "output": "htcannex",
-    "error": "htcannex", "initialdir": "htcannex", "transfer_input_files": "the rule's input",
-    "transfer_output_files": "the rule's output", "should_transfer_files": "the shared-fs setting",
-    "when_to_transfer_output": "htcannex", "preserve_relative_paths": "htcannex",
-    "transfer_executable": "htcannex", "transfer_output_remaps": "the job's output remaps",
-}
-OWNED_ATTRIBUTES = {"targetannexname": "the rotation", "jobdurationcategory": "runtime"}
-OWNED_ATTRIBUTE_PREFIX = "htcannex"
-
-
-class SubmitValueError(ValueError):
-    """A value that cannot go into a submit description; names rule, field and value."""
-
-    def __init__(self, rule: str, field: str, value: object, why: str):
-        self.rule, self.field, self.value, self.why = rule, field, value, why
-        super().__init__(redact(f"rule {rule}: {field} = {value!r}: {why}"))
 
 
 @dataclass(frozen=True)
@@ -156,12 +111,12 @@ def transfer_root(workdir: Path, paths: Sequence[str]) -> Path | None:
 
 def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> htcondor2.Submit:
     """The submit description for `spec` at `site` (None: any slot). Raises SubmitValueError
-    for a value that cannot be submitted safely and sites.SiteRefusal for a job `site` cannot run."""
-    check = _Checker(spec.rule)
+    for a value that cannot be submitted safely and site.SiteRefusal for a job `site` cannot run."""
+    check = ValueChecker(spec.rule)
     check.rule_name()
     request = resource_request(spec)
     if site is not None:
-        request = site.admit(request, rule=spec.rule)
+        request = site.admit(request, rule=spec.rule).or_raise()
     commands = {}
     commands.update(_command(spec, options, check))
     commands.update(_resources(request, site, check))
@@ -174,7 +129,7 @@ def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> ht
     site_extras = site.submit_commands if site is not None else {}
     extras = {**options.extra_commands, **site_extras, **_rule_extras(spec, check)}
     for key, value in extras.items():
-        name, text = _extra(key, value, check)
+        name, text = extra_command(key, value, check)
         if name == "requirements" and "requirements" in commands:
             text = f"({commands['requirements']}) && ({text})"
         commands[name] = text
@@ -193,7 +148,7 @@ def resource_request(spec: JobSpec) -> ResourceRequest:
 
     runtime = resources.get("runtime")
     gpu_model = resources.get("gpu_model")
-    if gpu_model is not None and not GPU_MODEL.fullmatch(_Checker(rule).text("resources.gpu_model", gpu_model)):
+    if gpu_model is not None and not GPU_MODEL.fullmatch(ValueChecker(rule).text("resources.gpu_model", gpu_model)):
         raise SubmitValueError(rule, "resources.gpu_model", gpu_model,
                                "a GPU model is letters, digits, spaces, '-' and '_' (e.g. A100, H200, RTX 2080)")
     capability = resources.get("gpu_capability")
@@ -240,62 +195,6 @@ def quote_new_syntax(items: Sequence[str]) -> str:
     return '"' + " ".join(map(item, items)) + '"'
 
 
-class _Checker:
-    """Checks values for one rule; every refusal names the rule, the field and the value."""
-
-    def __init__(self, rule: str):
-        self.rule = rule
-
-    def rule_name(self) -> None:
-        if not RULE_NAME.fullmatch(self.rule):
-            raise SubmitValueError(self.rule, "rule", self.rule, "a rule name is an identifier")
-
-    def text(self, field: str, value: object) -> str:
-        """`value` as submit-language text: one line, `$` kept literal."""
-        text = str(value)
-        if contains_secret(text):
-            raise SubmitValueError(self.rule, field, value,
-                                   "holds a secret (a token or password): a submit description is kept in the "
-                                   "queue and the history, readable by others; give the job a token file instead "
-                                   "(BEARER_TOKEN_FILE, use_oauth_services)")
-        if CONTROL_CHARACTERS.search(text):
-            raise SubmitValueError(self.rule, field, value,
-                                   "control characters (newline, tab, NUL...) cannot go into a submit description; "
-                                   "a newline would start a new submit command")
-        return text.replace("$", "$(DOLLAR)")
-
-    def path(self, field: str, value: str, options: "SubmitOptions") -> str:
-        """A file to transfer, relative to the job's initial directory (osdf:// URLs pass as they are);
-        a relative `value` is relative to the workdir."""
-        text = self.text(field, value)
-        if "," in text or text != text.strip() or not text:
-            raise SubmitValueError(self.rule, field, value,
-                                   "HTCondor's transfer lists are comma separated: a file name cannot contain a "
-                                   "comma or start or end with a space; rename the file")
-        if text.startswith("osdf://"):
-            return text
-        if "://" in text:
-            raise SubmitValueError(self.rule, field, value, "only osdf:// URLs can be transferred by htcannex")
-        where = PurePosixPath(Path(options.workdir).resolve()) / text
-        try:
-            path = PurePosixPath(os.path.normpath(where)).relative_to(PurePosixPath(options.initial_dir.resolve()))
-        except ValueError:
-            raise SubmitValueError(self.rule, field, value,
-                                   f"without a shared filesystem only files under the workdir, or under "
-                                   f"{options.initial_dir} with the workflow's sources, travel with the job; move the "
-                                   "file there, use osdf:// storage, or enable shared-fs mode") from None
-        # A trailing slash means "the directory's contents" to HTCondor: keep it.
-        return str(path) + ("/" if text.endswith("/") and path.parts else "")
-
-    def expression(self, field: str, value: object) -> str:
-        text = self.text(field, value)
-        try:
-            classad2.ExprTree(text)
-        except Exception:  # classad2 raises classad2_impl.ClassAdException
-            raise SubmitValueError(self.rule, field, value, "is not a ClassAd expression") from None
-        return text
-
-
 def _unit(rule: str, field: str, value: object, parser) -> int:
     try:
         return parser(value, field=field)
@@ -312,7 +211,7 @@ def _count(rule: str, field: str, value: object, *, minimum: int) -> int:
     return int(value)
 
 
-def _command(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
+def _command(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict:
     if not spec.argv:
         raise SubmitValueError(spec.rule, "command", list(spec.argv), "the job has no command")
     argv = [check.text(f"command argument {index}", item) for index, item in enumerate(spec.argv)]
@@ -340,7 +239,7 @@ def _command(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
     return commands
 
 
-def _resources(request: ResourceRequest, site: Site | None, check: _Checker) -> dict:
+def _resources(request: ResourceRequest, site: Site | None, check: ValueChecker) -> dict:
     commands = {"request_cpus": str(request.cpus)}
     if request.memory_mb is not None:
         commands["request_memory"] = f"{request.memory_mb}MB"
@@ -371,7 +270,7 @@ def _resources(request: ResourceRequest, site: Site | None, check: _Checker) -> 
     return commands
 
 
-def _files(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
+def _files(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict:
     if options.shared_fs:
         return {"should_transfer_files": "NO"}
     inputs = [check.path("input", path, options) for path in spec.inputs]
@@ -399,7 +298,7 @@ def _files(spec: JobSpec, options: SubmitOptions, check: _Checker) -> dict:
     return commands
 
 
-def _remaps(spec: JobSpec, outputs: list[str], options: SubmitOptions, check: _Checker) -> str:
+def _remaps(spec: JobSpec, outputs: list[str], options: SubmitOptions, check: ValueChecker) -> str:
     """`transfer_output_remaps`: "name = destination; ..." for outputs listed in transfer_output_files."""
     entries = []
     for name, destination in spec.output_remaps.items():
@@ -415,7 +314,7 @@ def _remaps(spec: JobSpec, outputs: list[str], options: SubmitOptions, check: _C
     return '"' + "; ".join(entries) + '"'
 
 
-def _environment(environment: Mapping[str, str], check: _Checker) -> str:
+def _environment(environment: Mapping[str, str], check: ValueChecker) -> str:
     entries = []
     for name, value in environment.items():
         if not ENV_NAME.fullmatch(str(name)):
@@ -431,7 +330,7 @@ def job_signature(rule: str, outputs: Sequence[str], workdir: Path) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: _Checker) -> dict:
+def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: ValueChecker) -> dict:
     """Attributes that say which job this is and where it must run (read by `htcannex status`)."""
     wildcards = json.dumps({str(name): str(value) for name, value in spec.wildcards.items()})
     commands = {
@@ -458,12 +357,7 @@ def _job_id_value(jobid: int | str) -> str:
     return classad2.quote(str(jobid))
 
 
-def check_extra_command(key: object, value: object) -> None:
-    """Raise SubmitValueError unless `key: value` may pass the escape hatch (for the catalogue loader)."""
-    _extra(key, value, _Checker("(any)"))
-
-
-def _rule_extras(spec: JobSpec, check: _Checker) -> Mapping[str, object]:
+def _rule_extras(spec: JobSpec, check: ValueChecker) -> Mapping[str, object]:
     """The rule's `htcannex_submit` resource: a mapping, or a string holding one (Snakemake
     resources cannot be dicts), e.g. htcannex_submit='{"+WantGPULab": true}'."""
     extras = spec.resources.get("htcannex_submit")
@@ -478,29 +372,3 @@ def _rule_extras(spec: JobSpec, check: _Checker) -> Mapping[str, object]:
         raise SubmitValueError(check.rule, "resources.htcannex_submit", spec.resources["htcannex_submit"],
                                'must be a mapping of submit commands, e.g. \'{"max_retries": 2}\'')
     return extras
-
-
-def _extra(key: object, value: object, check: _Checker) -> tuple[str, str]:
-    """One escape-hatch command, validated: (submit key, submit value)."""
-    field = f"htcannex_submit[{key!r}]"
-    if not isinstance(value, (str, int, float, bool)):
-        raise SubmitValueError(check.rule, field, value, "a submit value is a string, number or boolean")
-    literal = str(value).lower() if isinstance(value, bool) else value
-    if isinstance(key, str) and (custom := CUSTOM_ATTRIBUTE.fullmatch(key)):
-        name = custom["name"]
-        if name.lower() in OWNED_ATTRIBUTES or name.lower().startswith(OWNED_ATTRIBUTE_PREFIX):
-            raise SubmitValueError(check.rule, field, value, f"{name} is set by htcannex from "
-                                   f"{OWNED_ATTRIBUTES.get(name.lower(), 'the job')}; set that instead")
-        text = check.text(field, literal)
-        return f"MY.{name}", classad2.quote(text) if isinstance(value, str) else text
-    keyword = str(key).lower()
-    if keyword in OWNED_BY_RESOURCE:
-        raise SubmitValueError(check.rule, field, value,
-                               f"{keyword} is set by htcannex from {OWNED_BY_RESOURCE[keyword]}; set that instead")
-    if keyword not in EXTRA_KEYWORDS:
-        raise SubmitValueError(check.rule, field, value,
-                               f"{key!r} is not a submit command htcannex passes through; use one of "
-                               f"{', '.join(sorted(EXTRA_KEYWORDS))}, or a custom attribute MY.Name / +Name")
-    if keyword in EXPRESSION_KEYWORDS:
-        return keyword, check.expression(field, literal)
-    return keyword, check.text(field, literal)

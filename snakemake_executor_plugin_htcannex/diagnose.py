@@ -28,7 +28,8 @@ import htcondor2
 from htcondor_codes import JobStatus, status_word
 
 from .holds import Hold
-from .sites import Catalogue, Site
+from .catalogue import Catalogue
+from .site import Site
 
 # Annex START, as HTCondor's annexes (and the embedded pool) set it.
 ANNEX_START = '(MY.AnnexName =?= TARGET.TargetAnnexName) && (TARGET.Owner == "{owner}")'

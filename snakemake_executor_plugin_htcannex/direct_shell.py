@@ -26,7 +26,7 @@ from typing import Optional
 from snakemake.io import is_flagged
 from snakemake.shell import shell
 
-from .description import CONTROL_CHARACTERS
+from .submit_values import CONTROL_CHARACTERS
 
 # Output flags whose meaning Snakemake itself carries out in the job.
 FLAGS_NEEDING_SNAKEMAKE = ("directory", "touch", "pipe", "service", "update", "nodelocal")

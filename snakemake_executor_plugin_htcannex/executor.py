@@ -25,10 +25,12 @@ from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 from . import direct_shell, one_step, osdf_transfer, paths, recovery, secrets
 from . import schedd as schedd_seam
 from .annex import AnnexLedger, AnnexManager, AnnexState, EmbeddedBackend, HtcondorCliBackend
-from .description import JobSpec, SubmitOptions, SubmitValueError, build_submit, job_signature, transfer_root
-from .rotation import RotationError, plan_report
+from .catalogue import Catalogue, HtcannexConfigError, load_catalogue
+from .description import JobSpec, SubmitOptions, build_submit, job_signature, resource_request, transfer_root
 from .holds import Hold, memory_for_retry
-from .sites import Catalogue, HtcannexConfigError, SiteRefusal, load_catalogue
+from .rotation import RotationError, plan_report
+from .site import SiteRefusal
+from .submit_values import SubmitValueError
 from .tracking import EventLogTracker, HoldPolicy, JobPhase, JobRecord
 from .units import UnitError, parse_duration_s
 
@@ -323,7 +325,8 @@ class Executor(RemoteExecutor):
             job_ad = ads[0] if ads else None
         tried = aux.setdefault("tried", {aux["site"].name})
         site = job_ad is not None and recovery.next_site(runtime.config.rotation, runtime.config.sites, job.name,
-                                                         _wildcards_of(job), job.attempt, tried, job_ad)
+                                                         _wildcards_of(job), job.attempt, tried, job_ad,
+                                                         resource_request(aux["spec"]))
         if not site:
             return self._fail_waiting(job_info, why)
         status = runtime.annexes.ensure(site)

@@ -30,7 +30,7 @@ from htcondor_codes import JobStatus
 from .diagnose import analyse_slot, catalogue_slot_ad, live_slots
 from .paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
 from .rotation import Rotation
-from .sites import Site
+from .site import ResourceRequest, Site
 
 QUEUED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "HtcannexSignature", "HtcannexSite", "HoldReasonCode",
                      "QDate", "Err"]
@@ -119,15 +119,16 @@ class FinishedJobs:
 
 
 def next_site(rotation: Rotation, sites: dict, rule: str, wildcards: dict, attempt: int,
-              tried: set, job_ad: classad2.ClassAd) -> Optional[Site]:
+              tried: set, job_ad: classad2.ClassAd, request: ResourceRequest) -> Optional[Site]:
     """The first site after this attempt's in the rule's rotation (as a retry would go), not
-    in `tried`, whose catalogue slot satisfies the job's Requirements; None when there is none."""
+    in `tried`, that admits the job's `request` (as run_job's submission would) and whose
+    catalogue slot satisfies the job's Requirements; None when there is none."""
     for later in range(attempt + 1, attempt + 1 + len(rotation.policy_for(rule).sites)):
         name = rotation.place(rule, wildcards, later).site
         if name is None or name in tried:
             continue
         site = sites[name]
-        if site.kind != "annex" or not (site.cpus and site.memory_mb):
+        if site.kind != "annex" or not (site.cpus and site.memory_mb) or site.admit(request, rule=rule).refusal:
             continue
         # Judge the job as it would be there: pointed at that site's annex.
         moved = classad2.parseOne(repr(job_ad))

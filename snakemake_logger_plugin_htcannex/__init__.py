@@ -29,7 +29,7 @@ from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 
 from snakemake_executor_plugin_htcannex.rotation import RotationError, plan_report
-from snakemake_executor_plugin_htcannex.sites import HtcannexConfigError, load_catalogue
+from snakemake_executor_plugin_htcannex.catalogue import HtcannexConfigError, load_catalogue
 
 __all__ = ["LogHandler", "LogHandlerSettings"]
 

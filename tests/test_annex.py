@@ -9,7 +9,8 @@ from snakemake_executor_plugin_htcannex.annex import (
     AnnexState,
     HtcondorCliBackend,
 )
-from snakemake_executor_plugin_htcannex.sites import AnnexGuards, Site
+from snakemake_executor_plugin_htcannex.catalogue import AnnexGuards
+from snakemake_executor_plugin_htcannex.site import Site
 
 
 def make_site(name="expanse", **overrides):

@@ -12,14 +12,15 @@ import pytest
 from snakemake_executor_plugin_htcannex.description import (
     JobSpec,
     SubmitOptions,
-    SubmitValueError,
     build_submit,
     duration_category,
     transfer_root,
 )
 from htcannex_pool import Pool
 from htcannex_pool.quoting import parse_arguments, parse_environment
-from snakemake_executor_plugin_htcannex.sites import SiteRefusal, load_catalogue
+from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.site import SiteRefusal
+from snakemake_executor_plugin_htcannex.submit_values import SubmitValueError
 
 REPO = Path(__file__).resolve().parents[1]
 NAIRR = load_catalogue(REPO / "profiles" / "nairr" / "htcannex.yaml").sites

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from snakemake_executor_plugin_htcannex.sites import load_catalogue
+from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
 
 HERE = Path(__file__).parent
 REPO = HERE.parent

@@ -10,7 +10,7 @@ from snakemake_interface_common.exceptions import WorkflowError
 
 from .. import paths
 from ..rotation import RotationError, render_plan
-from ..sites import HtcannexConfigError, load_catalogue
+from ..catalogue import HtcannexConfigError, load_catalogue
 
 
 def catalogue_path(args) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..diagnose import diagnose
 from ..schedd import EMBEDDED, connect
 from ..secrets import redact
-from ..sites import HtcannexConfigError, load_catalogue
+from ..catalogue import HtcannexConfigError, load_catalogue
 from .annex import catalogue_path
 
 JOB_ID = re.compile(r"(\d+)\.(\d+)")

@@ -6,7 +6,8 @@ import classad2
 import pytest
 
 from snakemake_executor_plugin_htcannex import paths, recovery
-from snakemake_executor_plugin_htcannex.sites import load_catalogue
+from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.site import ResourceRequest
 
 CATALOGUE = Path(__file__).parent / "workflows" / "faults" / "htcannex.yaml"
 
@@ -30,12 +31,19 @@ def test_next_site_skips_sites_whose_slots_cannot_run_the_job():
     job["TargetAnnexName"] = "htcannex-a"
     job["Requirements"] = classad2.ExprTree("(TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus) "
                                             "&& (TARGET.AnnexName =?= MY.TargetAnnexName)")
-    wildcards = {"run": "0", "chunk": "0"}
-    assert recovery.next_site(catalogue.rotation, catalogue.sites, "chunk", wildcards, 1, {"a"}, job).name == "b"
-    assert recovery.next_site(catalogue.rotation, catalogue.sites, "chunk", wildcards, 1, {"a", "b"}, job).name == "c"
-    assert recovery.next_site(catalogue.rotation, catalogue.sites, "chunk", wildcards, 1, {"a", "b", "c"}, job) is None
+    request = ResourceRequest(cpus=1, memory_mb=1024)
+
+    def next_site(tried, request=request):
+        site = recovery.next_site(catalogue.rotation, catalogue.sites, "chunk", {"run": "0", "chunk": "0"}, 1,
+                                  tried, job, request)
+        return site and site.name
+
+    assert next_site({"a"}) == "b"
+    assert next_site({"a", "b"}) == "c"
+    assert next_site({"a", "b", "c"}) is None
+    assert next_site({"a"}, ResourceRequest(runtime_s=3600)) is None  # no site admits it: 30 min annexes
     job["RequestMemory"] = 4096  # more than any site's 2 GB slot
-    assert recovery.next_site(catalogue.rotation, catalogue.sites, "chunk", wildcards, 1, {"a"}, job) is None
+    assert next_site({"a"}) is None
 
 
 class RecordingSchedd:
