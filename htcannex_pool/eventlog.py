@@ -160,12 +160,18 @@ class UserLog:
                     ["\t(0) CPU times", *_usage_lines(self._job, "Run"), *_bytes_lines(self._job, run_bytes, "Run"),
                      *usage_table(self._job)])
 
-    def requeued_after_exit(self, return_value: int, run_bytes: tuple[float, float] = (0, 0)):
-        """The job exited but its exit policy (max_retries) puts it back in the queue."""
+    def executing_locally(self):
+        """A local-universe job starts on the access point itself: no slot."""
+        self._write(1, f"Job executing on host: {HOST}")
+
+    def requeued_after_exit(self, return_value: int | None, run_bytes: tuple[float, float] = (0, 0),
+                            signal: int | None = None):
+        """The job exited but its exit policy (max_retries, on_exit_remove) puts it back in the queue."""
+        how = ([f"	(1) Normal termination (return value {return_value})"] if signal is None
+               else [f"	(0) Abnormal termination (signal {signal})", "	(0) No core file"])
         self._write(4, "Job was evicted.",
-                    ["\t(0) Job terminated and was requeued", *_usage_lines(self._job, "Run"),
-                     *_bytes_lines(self._job, run_bytes, "Run"),
-                     f"\t(1) Normal termination (return value {return_value})", *usage_table(self._job)])
+                    ["	(0) Job terminated and was requeued", *_usage_lines(self._job, "Run"),
+                     *_bytes_lines(self._job, run_bytes, "Run"), *how, *usage_table(self._job)])
 
     def aborted(self, reason: str):
         self._write(9, "Job was aborted.", [f"\t{reason}"])

@@ -8,7 +8,10 @@ translated into the job ClassAd the schedd would hold. Every value is checked
 here: a bad one raises `SubmitError` naming the command and the value, and
 nothing of that submit is queued.
 """
+import fnmatch
 import platform
+import re
+import signal
 import time
 from pathlib import Path
 
@@ -18,24 +21,28 @@ from htcondor_codes import HoldCode, JobStatus
 
 from . import quoting, units
 
-UNIVERSES = {"vanilla": 5, "container": 14}
+UNIVERSES = {"vanilla": 5, "local": 12, "container": 14}
 # Commands whose value is a ClassAd expression stored under an ad attribute.
 EXPRESSION_COMMANDS = {
     "periodic_release": "PeriodicRelease",
     "periodic_remove": "PeriodicRemove",
     "periodic_hold": "PeriodicHold",
+    "on_exit_remove": "OnExitRemove",
 }
 INTEGER_COMMANDS = {
     "checkpoint_exit_code": "CheckpointExitCode",
     "max_retries": "JobMaxRetries",
     "allowed_execute_duration": "AllowedExecuteDuration",
     "success_exit_code": "SuccessExitCode",
+    "job_max_vacate_time": "JobMaxVacateTime",
 }
 # Commands whose value is a string stored under an ad attribute.
 STRING_COMMANDS = {
     # machine ad attributes the execute event carries besides the slot's resources (htcondor-jdl.rst)
     "ulog_execute_attrs": "UserLogExecuteEventAttrs",
 }
+# Signals by name (SIGINT) or number, kept as the name.
+SIGNAL_COMMANDS = {"kill_sig": "KillSig", "remove_kill_sig": "RemoveKillSig"}
 MACHINE_ARCH = platform.machine().upper().replace("AMD64", "X86_64")
 
 
@@ -83,6 +90,26 @@ def _number(command: str, value: str) -> float:
         return float(value.strip())
     except ValueError:
         raise SubmitError(f"{command} = {value} is invalid: expected a number") from None
+
+
+def _signal(command: str, value: str) -> str:
+    text = value.strip().upper()
+    try:
+        return signal.Signals(int(text)).name if text.isdecimal() else signal.Signals[
+            text if text.startswith("SIG") else f"SIG{text}"].name
+    except (KeyError, ValueError):
+        raise SubmitError(f"{command} = {value} is not a signal (e.g. SIGINT or 2)") from None
+
+
+def getenv_selects(matchlist: str, name: str) -> bool:
+    """Whether `getenv = matchlist` imports variable `name` (HTCondor 8.9.7+: names and `*`
+    patterns, matched case-insensitively; a `!` member rejects what it matches; true is `*`)."""
+    members = [member for member in re.split(r"[,;\s]+", matchlist.strip()) if member]
+    members = ["*" if member.lower() in ("true", "yes", "1") else member for member in members]
+    rejected = any(fnmatch.fnmatchcase(name.upper(), member[1:].upper())
+                   for member in members if member.startswith("!"))
+    return not rejected and any(fnmatch.fnmatchcase(name.upper(), member.upper())
+                                for member in members if not member.startswith("!"))
 
 
 def file_list(value: str) -> list[str]:
@@ -133,6 +160,9 @@ class ClusterBuilder:
         for command, attribute in STRING_COMMANDS.items():
             if get(command) is not None:
                 ad[attribute] = get(command)
+        for command, attribute in SIGNAL_COMMANDS.items():
+            if get(command) is not None:
+                ad[attribute] = _signal(command, get(command))
         for attribute, key in self._custom.items():
             ad[attribute] = _expression(key, description.expand(key))
         self._set_requirements(ad, get)
@@ -174,13 +204,9 @@ class ClusterBuilder:
                 ad["Arguments"] = quoting.join_arguments(quoting.parse_arguments(arguments))
             environment = {}
             getenv = get("getenv", "false")
-            if getenv.strip().lower() in ("true", "yes", "1"):
-                environment.update(self._submit_environment)
-            elif getenv.strip().lower() not in ("false", "no", "0", ""):
-                # HTCondor 10+: getenv may list the variable names to import.
-                wanted = [name.strip() for name in getenv.split(",") if name.strip()]
-                environment.update({name: self._submit_environment[name] for name in wanted
-                                    if name in self._submit_environment})
+            if getenv.strip().lower() not in ("false", "no", "0", ""):
+                environment.update({name: value for name, value in self._submit_environment.items()
+                                    if getenv_selects(getenv, name)})
             if get("environment") is not None:
                 environment.update(quoting.parse_environment(get("environment")))
         except quoting.QuotingError as error:

@@ -13,7 +13,7 @@ from pathlib import Path
 import classad2
 from htcondor_codes import HoldCode, JobStatus, OutOfResources, status_word
 
-from . import jobads, starter, transfer
+from . import jobads, local_universe, starter, transfer
 from .eventlog import UserLog, open_log
 from .policy import PoolPolicy
 from .slots import Annex, Slot, free_disk_kib, ordinary_slots
@@ -108,23 +108,31 @@ class Scheduler:
     def _recover(self):
         """Jobs a previous daemon was running go back to idle and run again, as after
         a schedd restart without job reconnection; their leftover processes are killed."""
-        for ad in self.jobs.values():
+        for ad in list(self.jobs.values()):
+            if "PoolProcessId" in ad and ad["JobStatus"] in (JobStatus.RUNNING, JobStatus.REMOVED):
+                starter.kill_leftover(ad["PoolProcessId"], ad["PoolProcessCreateTime"])
             if ad["JobStatus"] == JobStatus.RUNNING:
-                if "PoolProcessId" in ad:
-                    starter.kill_leftover(ad["PoolProcessId"], ad["PoolProcessCreateTime"])
                 self._become_idle_after_eviction(ad)
+            elif ad["JobStatus"] == JobStatus.REMOVED:  # a local job removed while its process still ran
+                self._finish_removal(ad)
         shutil.rmtree(self.execute_dir, ignore_errors=True)
+        shutil.rmtree(self.spool / local_universe.SCRATCH_ROOT, ignore_errors=True)
 
     def shutdown(self):
         """Stop running jobs; they are evicted and run again when the pool next starts."""
         for key in list(self.running):
-            self._evict(self.jobs[key], "the pool is shutting down")
+            if self.jobs[key]["JobStatus"] == JobStatus.REMOVED:
+                self._stop(key, "the pool is shutting down")
+                self._finish_removal(self.jobs[key])
+            else:
+                self._evict(self.jobs[key], "the pool is shutting down")
         self.store.close()
 
     def has_work(self) -> bool:
         """Whether the daemon must stay up: jobs that can still change state on their own."""
-        return any(ad["JobStatus"] in (JobStatus.IDLE, JobStatus.RUNNING) or "PeriodicRelease" in ad or "PeriodicRemove" in ad
-                   for ad in self.jobs.values())
+        return bool(self.running) or any(
+            ad["JobStatus"] in (JobStatus.IDLE, JobStatus.RUNNING) or "PeriodicRelease" in ad or "PeriodicRemove" in ad
+            for ad in self.jobs.values())
 
     # ---- client requests
 
@@ -190,6 +198,8 @@ class Scheduler:
             self._hold(ad, reason, HoldCode.UserRequest, 0)
         elif action == "Release" and status == JobStatus.HELD:
             self._release(ad, reason)
+        elif action == "Remove" and status == JobStatus.REMOVED:
+            return False  # already on its way out (a local job given time to end)
         elif action in ("Remove", "RemoveX"):
             self._remove(ad, reason)
         elif action in ("Vacate", "VacateFast") and status == JobStatus.RUNNING:
@@ -342,10 +352,19 @@ class Scheduler:
         self.negotiate_needed = True
 
     def _remove(self, ad: classad2.ClassAd, reason: str):
-        self._stop(_key(ad), reason)
+        running = self.running.get(_key(ad))
         ad["RemoveReason"] = reason
         self._set_status(ad, JobStatus.REMOVED)
-        UserLog(ad).aborted(reason)
+        if running is not None and local_universe.is_local(ad) and ad["LastJobStatus"] != JobStatus.REMOVED:
+            # It gets its remove signal and time to end; it leaves the queue when it has exited.
+            local_universe.signal_removal(ad, running, reason)
+            self.store.save(ad)
+            return
+        self._stop(_key(ad), reason)
+        self._finish_removal(ad)
+
+    def _finish_removal(self, ad: classad2.ClassAd):
+        UserLog(ad).aborted(ad["RemoveReason"])
         self._retire(ad)
 
     def _retire(self, ad: classad2.ClassAd):
@@ -458,10 +477,60 @@ class Scheduler:
         log.executing(slot.ad, str(sandbox), ad.get("UserLogExecuteEventAttrs", ""))
         self.store.save(ad)
 
+    def _start_local_jobs(self):
+        for key, ad in list(self.jobs.items()):
+            if ad["JobStatus"] == JobStatus.IDLE and local_universe.is_local(ad):
+                self._start_local(ad)
+
+    def _start_local(self, ad: classad2.ClassAd):
+        key = _key(ad)
+        ad["NumJobStarts"] += 1
+        scratch = self.spool / local_universe.SCRATCH_ROOT / f"dir_{key[0]}_{key[1]}_{ad['NumJobStarts']}"
+        try:
+            running = local_universe.launch(ad, scratch, self.on_job_exit)
+        except OSError as error:
+            shutil.rmtree(scratch, ignore_errors=True)
+            self._hold(ad, f"Error from starter on the access point: Failed to execute '{ad['Cmd']}': {error}",
+                       HoldCode.FailedToCreateProcess, error.errno or 0)
+            return
+        now = int(time.time())
+        self.running[key] = running
+        if "JobStartDate" not in ad:
+            ad["JobStartDate"] = now
+        ad.update({"JobCurrentStartDate": now, "PoolProcessId": running.process.pid,
+                   "PoolProcessCreateTime": running.create_time})
+        self._set_status(ad, JobStatus.RUNNING)
+        UserLog(ad).executing_locally()
+        self.store.save(ad)
+
+    def _exited_locally(self, ad: classad2.ClassAd, running: starter.RunningJob, returncode: int):
+        _record_usage(ad, running)
+        self._release_slot(running)  # its scratch directory; a local job holds no slot
+        for attribute in ("PoolProcessId", "PoolProcessCreateTime"):
+            if attribute in ad:
+                del ad[attribute]
+        if ad["JobStatus"] == JobStatus.REMOVED:
+            self._finish_removal(ad)
+            return
+        log = UserLog(ad)
+        if not local_universe.removed_on_exit(ad, returncode):
+            log.requeued_after_exit(ad.get("ExitCode"), signal=ad.get("ExitSignal") if returncode < 0 else None)
+            self._set_status(ad, JobStatus.IDLE)
+            self.store.save(ad)
+            self.negotiate_needed = True
+            return
+        log.terminated(ad.get("ExitCode"), signal=-returncode if returncode < 0 else None)
+        ad["CompletionDate"] = int(time.time())
+        self._set_status(ad, JobStatus.COMPLETED)
+        self._retire(ad)
+
     def _exited(self, running: starter.RunningJob, returncode: int):
         key = running.key
         ad = self.jobs[key]
         del self.running[key]
+        if local_universe.is_local(ad):
+            self._exited_locally(ad, running, returncode)
+            return
         slot = next(slot for slot in self._slots() if slot.name == running.slot_name)
         log = UserLog(ad)
         _record_usage(ad, running)
@@ -513,9 +582,13 @@ class Scheduler:
             if returncode is not None:
                 self._exited(running, returncode)
                 continue
+            ad = self.jobs[key]
+            if local_universe.is_local(ad):
+                if local_universe.overdue(running, now):
+                    starter.kill_process_group(running.process.pid)
+                continue  # no memory enforcement for local jobs (LOCAL_UNIVERSE_CGROUP_ENFORCEMENT)
             if not sample_memory:
                 continue
-            ad = self.jobs[key]
             rss_kib = running.rss_kib()
             if rss_kib > running.reported_rss_kib * 1.1:
                 running.reported_rss_kib = rss_kib
@@ -576,7 +649,8 @@ class Scheduler:
         for key, ad in list(self.jobs.items()):
             if not free:
                 return
-            if ad["JobStatus"] != JobStatus.IDLE or self.unmatchable.get(key) == self.slot_set_version:
+            if (ad["JobStatus"] != JobStatus.IDLE or local_universe.is_local(ad)
+                    or self.unmatchable.get(key) == self.slot_set_version):
                 continue
             slot = next((slot for slot in free if ad.symmetricMatch(slot.ad)), None)
             if slot is None:
@@ -597,5 +671,6 @@ class Scheduler:
             self._monitor(now)
             self._periodic(now)
             if self.negotiate_needed:
+                self._start_local_jobs()
                 self._negotiate()
         return set(self.running) != busy_before

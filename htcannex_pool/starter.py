@@ -36,6 +36,7 @@ class RunningJob:
     stopping: str | None = None  # why the pool killed it, if it did
     cpu_seconds: tuple[float, float] = (0.0, 0.0)  # (user, system) of the job's tree, once reaped
     bytes_received: int = 0  # brought into the sandbox by the input transfer
+    kill_at: float | None = None  # a removed local-universe job: when its vacate time is up
 
     def poll(self) -> int | None:
         return self._reap(os.WNOHANG)
@@ -142,14 +143,14 @@ def launch(job: classad2.ClassAd, slot: classad2.ClassAd, sandbox: Path,
                                    env=_environment(job, slot, sandbox),
                                    stdin=stream(iwd / job["In"], "rb", job["In"]),
                                    stdout=stdout, stderr=stderr, start_new_session=True)
-    threading.Thread(target=_notify_on_exit, args=(process.pid, on_exit), daemon=True,
+    threading.Thread(target=notify_on_exit, args=(process.pid, on_exit), daemon=True,
                      name=f"wait-{process.pid}").start()
     return RunningJob(key=(job["ClusterId"], job["ProcId"]), process=process, sandbox=sandbox,
                       slot_name=slot["Name"], started=time.time(),
                       create_time=psutil.Process(process.pid).create_time(), inputs_before=inputs_before)
 
 
-def _notify_on_exit(pid: int, on_exit: Callable[[], None]):
+def notify_on_exit(pid: int, on_exit: Callable[[], None]):
     """Wait for the process to exit without reaping it (WNOWAIT: the scheduler's own
     poll collects its status), then say so."""
     try:

@@ -36,6 +36,8 @@ from typing import Optional
 import htcondor2
 
 from . import paths
+from .driver import DriverSource, DriverStatus
+from .driver import render as render_driver
 from .rotation import _natural as natural_run_order
 from .secrets import redact
 from .tracking import EventLogTracker, JobPhase, JobRecord
@@ -85,6 +87,7 @@ class Board:
     epoch_time_source: str = ""
     first_chunks: dict = field(default_factory=dict)  # rule -> the chunk that trains epoch 1
     generated_at: float = 0.0
+    driver: Optional[DriverStatus] = None  # the Snakemake driver `htcannex submit` started, if any
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -97,6 +100,7 @@ class BoardSource:
                  chunk_wildcard: str = "chunk", epochs_per_job: Optional[int] = None,
                  first_chunk: Optional[int] = None):
         self.tracker = EventLogTracker(paths.event_log(workdir))
+        self.driver = DriverSource(workdir)
         self.schedd, self.collector = schedd, collector
         self.run_wildcard, self.chunk_wildcard = run_wildcard, chunk_wildcard
         self.epochs_per_job = epochs_per_job
@@ -105,6 +109,7 @@ class BoardSource:
 
     def close(self) -> None:
         self.tracker.close()
+        self.driver.close()
 
     def board(self, now: Optional[float] = None) -> Board:
         now = time.time() if now is None else now
@@ -115,7 +120,8 @@ class BoardSource:
         rows = [self._row(key, jobs, first_chunks.get(key[0]), now) for key, jobs in chunks.items()]
         rows.sort(key=lambda row: (row.rule, _run_order(row.run), row.chunk if row.chunk is not None else -1))
         return Board(rows=rows, sites=self._profile(rows), annexes=self._annexes(now),
-                     epoch_time_source=self._source(), first_chunks=first_chunks, generated_at=now)
+                     epoch_time_source=self._source(), first_chunks=first_chunks, generated_at=now,
+                     driver=self.driver.status())
 
     def _annexes(self, now: float) -> list:
         if self.collector is None:
@@ -202,11 +208,12 @@ def render(board: Board) -> str:
     """The board as a terminal table."""
     header = ["RULE", "RUN", "CHUNK", "EPOCHS", "SITE", "STATE", "TIME", "JOB", "NOTE"]
     table = [header]
+    lines = render_driver(board.driver)
     for row in board.rows:
         note = (f"{row.jobs} submissions" if row.jobs > 1 else "") + (f" {row.hold_reason}" if row.hold_reason else "")
         table.append([row.rule, row.run or "-", "-" if row.chunk is None else str(row.chunk), row.epochs or "-",
                       row.site or "-", row.state, duration(row.seconds), row.job, note.strip()[:60]])
-    lines = columns(table)
+    lines += columns(table)
     if any(row.epochs for row in board.rows):
         lines.append("EPOCHS count from each rule's first chunk: " + ", ".join(
             f"{rule} {chunk}" for rule, chunk in sorted(board.first_chunks.items())) + " (--first-chunk to set)")

@@ -25,7 +25,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # A noun that passes arguments on (`submit` to Snakemake) gets the ones it does not know.
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "pass_through", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
     return args.func(args) or 0
 
 

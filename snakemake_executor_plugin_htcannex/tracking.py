@@ -40,6 +40,7 @@ class JobRecord:
     annex: Optional[str] = None
     slot: Optional[str] = None
     ever_started: bool = False
+    starts: int = 0  # execute events: a restart (eviction, requeue) starts it again
     started_at: Optional[float] = None  # the latest execute event (the status board's times)
     finished_at: Optional[float] = None
     hold_reason: Optional[str] = None
@@ -123,6 +124,7 @@ class EventLogTracker:
 def _on_execute(record: JobRecord, event) -> None:
     record.phase = JobPhase.RUNNING
     record.ever_started = True
+    record.starts += 1
     record.started_at = event.timestamp
     record.slot = event.get("SlotName")
     # The slot's machine attributes the job named in ulog_execute_attrs (description.py: AnnexName);

@@ -1,0 +1,69 @@
+"""`htcannex stop`: end the driver `htcannex submit` started, and its jobs (Ctrl-C, from anywhere).
+
+The driver is removed from the queue; HTCondor sends Snakemake SIGINT
+(`remove_kill_sig`), and Snakemake does what it does on Ctrl-C: it removes the
+jobs it submitted and exits. Jobs of this directory still queued once the driver
+is gone (it was idle or held, or was killed before it could cancel) are removed
+here, unless a Snakemake outside HTCondor drives this directory now.
+"""
+import time
+from pathlib import Path
+
+import htcondor2
+
+from ..driver import CANCEL_GRACE_S, REMOVED, drivers_in_queue, read_record, run_jobs_constraint
+from ..driver_job import other_snakemake
+from ..schedd import EMBEDDED, connect
+from .why import UsageError, reporting_usage_errors
+
+REASON = "htcannex stop"
+
+
+def _job_ids(ads) -> list[str]:
+    return [f"{ad['ClusterId']}.{ad['ProcId']}" for ad in ads]
+
+
+def stop(args) -> int:
+    workdir = Path(args.directory).resolve()
+    record = read_record(workdir)
+    if record is None:
+        raise UsageError(f"no driver was submitted in {workdir} (htcannex submit starts one; a snakemake "
+                         "running in a terminal stops with Ctrl-C)")
+    pool_dir = Path(record["pool_dir"]) if record["pool_dir"] else None
+    schedd = connect(record["schedd"], pool_dir if record["schedd"] == EMBEDDED else None).schedd
+    queued = drivers_in_queue(schedd, workdir)
+    if queued:
+        drivers = _job_ids(queued)
+        to_remove = _job_ids(ad for ad in queued if ad["JobStatus"] != REMOVED)
+        if to_remove:
+            schedd.act(htcondor2.JobAction.Remove, to_remove, reason=REASON)
+        print(f"removing driver {', '.join(drivers)}: Snakemake cancels its jobs (Ctrl-C) and exits")
+        deadline = time.time() + args.timeout
+        while drivers_in_queue(schedd, workdir):
+            if time.time() > deadline:
+                raise UsageError(f"driver {', '.join(drivers)} is still in the queue after {args.timeout:.0f} s; "
+                                 "look at it with condor_q / htcannex status, and run htcannex stop again")
+            time.sleep(0.5)
+    else:
+        print(f"no driver is queued for {workdir} (job {record['job']} has ended)")
+    leftovers = _job_ids(schedd.query(run_jobs_constraint(workdir), ["ClusterId", "ProcId"]))
+    holder = other_snakemake(workdir) if leftovers else None
+    if not leftovers:
+        print(f"stopped: no job of {workdir} is left in the queue")
+    elif holder is not None:
+        print(f"left {len(leftovers)} job(s) queued: Snakemake pid {holder.pid} (not a driver job) drives "
+              f"{workdir} now")
+    else:
+        schedd.act(htcondor2.JobAction.Remove, leftovers, reason=REASON)
+        print(f"stopped: removed the {len(leftovers)} job(s) the driver left ({', '.join(leftovers)}); "
+              f"no job of {workdir} is left in the queue")
+    return 0
+
+
+def register(nouns) -> None:
+    parser = nouns.add_parser("stop", help="stop the driver htcannex submit started, and its jobs")
+    parser.add_argument("--directory", "-d", default=".", help="the run's working directory (default: here)")
+    parser.add_argument("--timeout", type=float, default=CANCEL_GRACE_S + 30,
+                        help="seconds to wait for the driver to leave the queue "
+                             f"(default {CANCEL_GRACE_S + 30}: Snakemake's grace to cancel its jobs, and more)")
+    parser.set_defaults(func=reporting_usage_errors("stop", stop))

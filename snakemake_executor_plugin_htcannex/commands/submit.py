@@ -1,0 +1,139 @@
+"""`htcannex submit [SNAKEMAKE ARGS]`: run Snakemake as an HTCondor job and walk away (see driver.py)."""
+import getpass
+import os
+import sys
+from pathlib import Path
+
+import htcondor2
+
+from ..driver import (REMOVED, DEFAULT_MAX_STARTS, NOTIFICATIONS, DriverError, driver_dir, drivers_in_queue,
+                      submit_description, write_record)
+from ..schedd import DEFAULT, EMBEDDED, connect
+from ..secrets import withheld_warning
+from ..sites import HtcannexConfigError, load_catalogue
+from .why import UsageError, reporting_usage_errors
+
+SNAKEMAKE_LOCKS = Path(".snakemake") / "locks"
+
+
+def snakemake_settings(snakemake_args: list[str]):
+    """Snakemake's own reading of the arguments (profiles applied), so that a mistake is
+    refused here, by Snakemake's parser, and not in a job an hour later."""
+    from snakemake.cli import parse_args
+
+    try:
+        _, settings = parse_args(snakemake_args)
+    except SystemExit as exit_:  # argparse has printed Snakemake's message
+        raise UsageError(f"Snakemake refuses these arguments (above): {' '.join(snakemake_args)}") from exit_
+    if settings.executor != "htcannex":
+        raise UsageError("the driver runs Snakemake with the htcannex executor: add `--executor htcannex` "
+                         "or a profile that sets it (e.g. --profile profiles/local)")
+    if settings.dryrun or settings.unlock or settings.cleanup_metadata or settings.list_target_rules:
+        raise UsageError("a dry run, --unlock and other one-off commands take seconds: run them with "
+                         "snakemake directly, not as a driver job")
+    return settings
+
+
+def setting(settings, name: str):
+    """An htcannex setting as Snakemake parsed it; None when unset (Snakemake leaves dataclasses.MISSING)."""
+    value = getattr(settings, name, None)
+    return value if isinstance(value, str) else None
+
+
+def driver_target(args, settings) -> str:
+    """Where the driver runs: the embedded pool when the run uses it, else this access point's schedd
+    (a driver runs where its working directory is, even when Snakemake submits to a named schedd)."""
+    target = args.schedd or setting(settings, "htcannex_schedd")
+    if target is None and setting(settings, "htcannex_config"):
+        try:
+            target = load_catalogue(Path(setting(settings, "htcannex_config"))).pool
+        except HtcannexConfigError as error:
+            raise UsageError(str(error)) from error
+    return EMBEDDED if target == EMBEDDED else DEFAULT
+
+
+def check_writable(workdir: Path) -> None:
+    """The driver runs as the job owner (you) in `workdir` and writes Snakemake's lock and
+    metadata and its own logs there."""
+    for path in (workdir, workdir / ".snakemake", workdir / ".htcannex", workdir / ".htcannex" / "driver"):
+        if path.exists() and not os.access(path, os.W_OK | os.X_OK):
+            raise UsageError(f"{path} is not writable by {getpass.getuser()}, the driver job's owner: the driver "
+                             "writes Snakemake's lock and metadata and its logs there. Make it writable "
+                             "(chmod u+w) or run in a directory you can write (cd there, or -d DIR)")
+    if not workdir.is_dir():
+        raise UsageError(f"working directory {workdir} does not exist")
+
+
+def check_not_running(schedd, workdir: Path) -> None:
+    queued = drivers_in_queue(schedd, workdir)
+    if queued:
+        job = f"{queued[0]['ClusterId']}.{queued[0]['ProcId']}"
+        ending = " (removed, still ending)" if queued[0]["JobStatus"] == REMOVED else ""
+        raise UsageError(f"a driver (HTCondor job {job}{ending}) already runs Snakemake in {workdir}: "
+                         "`htcannex status` shows it, `htcannex stop` ends it")
+    locks = workdir / SNAKEMAKE_LOCKS
+    if locks.is_dir() and any(locks.iterdir()):
+        raise UsageError(f"{workdir} is locked by another Snakemake ({locks}). If none runs there (the lock "
+                         "outlived a crash or a kill), remove it with `snakemake --unlock` and the same "
+                         "arguments, then submit again")
+
+
+def submit(args) -> int:
+    snakemake_args = args.extra[1:] if args.extra[:1] == ["--"] else args.extra
+    if not snakemake_args:
+        raise UsageError("give Snakemake's arguments, e.g. htcannex submit --profile profiles/local "
+                         "-s workflows/protein_lm/Snakefile")
+    settings = snakemake_settings(snakemake_args)
+    iwd = Path.cwd()
+    workdir = Path(settings.directory or iwd).resolve()
+    check_writable(workdir)
+    target = driver_target(args, settings)
+    pool_dir = args.pool_dir or setting(settings, "htcannex_pool_dir") or os.environ.get("HTCANNEX_POOL_DIR")
+    # The driver's Snakemake finds the embedded pool relative to its working directory.
+    pool_dir = Path(pool_dir).resolve() if pool_dir else workdir / ".htcannex" / "pool"
+    try:
+        schedd = connect(target, pool_dir if target == EMBEDDED else None).schedd
+        check_not_running(schedd, workdir)
+        description, withheld = submit_description(
+            python=sys.executable, iwd=iwd, workdir=workdir, snakemake_args=snakemake_args,
+            environment=dict(os.environ), notification=args.notification, notify_user=args.notify_user,
+            max_starts=args.max_starts)
+        driver_dir(workdir).mkdir(parents=True, exist_ok=True)
+        job = f"{schedd.submit(description).cluster()}.0"
+    except DriverError as error:
+        raise UsageError(str(error)) from error
+    except htcondor2.HTCondorException as error:
+        raise UsageError(f"no HTCondor schedd to submit the driver to ({error}). Run htcannex submit on an "
+                         "access point (where condor_q works), or use the embedded pool (`pool: local` in "
+                         "htcannex.yaml)") from error
+    write_record(workdir, job=job, target=target, pool_dir=pool_dir if target == EMBEDDED else None)
+    if withheld:
+        print(f"htcannex submit: {withheld_warning(withheld)}", file=sys.stderr)
+    files = driver_dir(workdir)
+    print(f"Snakemake driver submitted as HTCondor job {job} ({'the embedded pool' if target == EMBEDDED else 'local universe'}); "
+          f"it runs in {workdir} and survives your logout.\n"
+          f"  watch:  htcannex status{'' if workdir == iwd else f' -d {workdir}'}    "
+          f"(Snakemake's log: {files / 'snakemake.err'})\n"
+          f"  stop:   htcannex stop{'' if workdir == iwd else f' -d {workdir}'}")
+    return 0
+
+
+def register(nouns) -> None:
+    parser = nouns.add_parser(
+        "submit", allow_abbrev=False,
+        help="run Snakemake as an HTCondor job on this access point and walk away",
+        description="Submit Snakemake itself as an HTCondor local-universe job in this directory: it survives "
+                    "logout, restarts after an access-point restart or a crash and resumes (nothing is "
+                    "submitted twice). Every argument not listed here goes to Snakemake.",
+        usage="htcannex submit [OPTIONS] [--] SNAKEMAKE_ARGS...")
+    parser.add_argument("--notification", choices=NOTIFICATIONS, default="never",
+                        help="HTCondor e-mails you when the driver ends (complete, always) or fails (error)")
+    parser.add_argument("--notify-user", metavar="EMAIL", help="where HTCondor sends that e-mail")
+    parser.add_argument("--max-starts", type=int, default=DEFAULT_MAX_STARTS,
+                        help="the driver is started again after a crash (killed by a signal) until it has "
+                             f"been started this often (default {DEFAULT_MAX_STARTS})")
+    parser.add_argument("--schedd", choices=(EMBEDDED, DEFAULT),
+                        help="where the driver runs: `local` (the embedded pool) or `default` (this access "
+                             "point's schedd); default: the embedded pool if the run uses it")
+    parser.add_argument("--pool-dir", help="embedded pool spool (default: as Snakemake's htcannex settings)")
+    parser.set_defaults(func=reporting_usage_errors("submit", submit), pass_through=True)

@@ -1,0 +1,136 @@
+"""Submit and walk away: `htcannex submit | status | stop` with the driver as a local-universe job
+of the embedded pool (tests/ops/workflows/faults, its chunks chained with chain=1)."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import htcondor2
+import pytest
+
+from .snakemake_runs import HTCANNEX, board, events
+
+CHAIN = ["--config", "sleep=10", "chain=1"]  # each chunk runs 10 s: time to act while one runs
+
+
+def htcannex(workdir, env, *args, timeout=120):
+    return subprocess.run([str(HTCANNEX), *args], cwd=workdir, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def submit(workdir, env, *snakemake_args):
+    return htcannex(workdir, env, "submit", "--profile", str(workdir), *snakemake_args)
+
+
+def wait_until(condition, timeout=120, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def driver_ad(pool):
+    ads = pool.schedd().query("HtcannexDriver isnt undefined", ["ClusterId", "JobStatus", "PoolProcessId",
+                                                                "NumJobStarts"])
+    return ads[0] if ads else None
+
+
+def running_chunk(pool):
+    ads = pool.schedd().query('HtcannexRule == "chunk" && JobStatus == 2', ["ClusterId"])
+    return ads[0] if ads else None
+
+
+def driver_events(workdir):
+    log = htcondor2.JobEventLog(str(workdir / ".htcannex" / "driver" / "events.log"))
+    return [event.type for event in log.events(stop_after=0)]
+
+
+def snakemake_log(workdir):
+    return (workdir / ".htcannex" / "driver" / "snakemake.err").read_text()
+
+
+@pytest.mark.slow
+def test_a_driver_killed_comes_back_and_adopts_the_running_chunk(workdir, user_env, embedded_pool):
+    submitted = submit(workdir, user_env, "run0-chunk1.txt", *CHAIN)
+    assert submitted.returncode == 0, submitted.stderr
+    assert "survives your logout" in submitted.stdout
+    wait_until(lambda: running_chunk(embedded_pool), what="chunk 0 to run")
+    # The driver process dies as on a crash of the access point's Snakemake (kill -9, the OOM killer).
+    first_pid = driver_ad(embedded_pool)["PoolProcessId"]
+    os.kill(first_pid, signal.SIGKILL)
+    wait_until(lambda: driver_ad(embedded_pool) is None, timeout=240, what="the driver to finish")
+    assert (workdir / "run0-chunk1.txt").read_text() == "run 0 chunk 0\nrun 0 chunk 1\n"
+    # One submission per chunk: chunk 0's job was adopted by the restarted driver, not submitted again.
+    submits = [job for kind, job, _ in events(workdir) if kind == htcondor2.JobEventType.SUBMIT]
+    assert len(submits) == 2, submits
+    log = snakemake_log(workdir)
+    assert f"Adopted HTCondor job {submits[0]}" in log
+    assert "start 2: resuming" in log and "removing the stale lock" in log
+    # The driver: started twice (requeued after the kill), then it ended by itself.
+    kinds = driver_events(workdir)
+    assert kinds.count(htcondor2.JobEventType.EXECUTE) == 2
+    assert kinds[-1] == htcondor2.JobEventType.JOB_TERMINATED
+    driver = board(workdir, embedded_pool)["driver"]
+    assert (driver["state"], driver["restarts"]) == ("done", 1)
+    assert driver["log"].endswith("snakemake.err") and driver["last_lines"]
+
+
+@pytest.mark.slow
+def test_stop_mid_run_leaves_no_job_and_a_second_submit_is_refused(workdir, user_env, embedded_pool):
+    assert submit(workdir, user_env, "run0-chunk1.txt", *CHAIN).returncode == 0
+    chunk = wait_until(lambda: running_chunk(embedded_pool), what="chunk 0 to run")
+    again = submit(workdir, user_env, "run0-chunk1.txt", *CHAIN)
+    assert again.returncode == 2
+    assert "already runs Snakemake in" in again.stderr and "htcannex stop" in again.stderr
+    shown = htcannex(workdir, user_env, "status", "--once", "--htcannex-config", str(workdir / "htcannex.yaml"))
+    assert shown.returncode == 0, shown.stderr
+    assert "driver 1.0: running" in shown.stdout and "snakemake.err" in shown.stdout
+    stopped = htcannex(workdir, user_env, "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "no job of" in stopped.stdout
+    assert embedded_pool.schedd().query("true", ["ClusterId"]) == []
+    # Snakemake cancelled its chunk itself (Ctrl-C), and the driver left the queue removed.
+    aborted = [job for kind, job, _ in events(workdir) if kind == htcondor2.JobEventType.JOB_ABORTED]
+    assert aborted == [f"{chunk['ClusterId']}.0"]
+    assert driver_events(workdir)[-1] == htcondor2.JobEventType.JOB_ABORTED
+    assert "Terminating processes on user request" in snakemake_log(workdir)
+    driver = json.loads(htcannex(workdir, user_env, "status", "--json", "--htcannex-config",
+                                 str(workdir / "htcannex.yaml")).stdout)["driver"]
+    assert driver["state"] == "removed"
+
+
+def test_submit_refuses_a_directory_with_a_lock_and_says_unlock(workdir, user_env, embedded_pool):
+    locks = workdir / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    (locks / "0.input.lock").write_text(str(workdir / "input.txt") + "\n")
+    refused = submit(workdir, user_env, "run0-chunk0.txt")
+    assert refused.returncode == 2
+    assert "locked by another Snakemake" in refused.stderr and "snakemake --unlock" in refused.stderr
+    assert embedded_pool.schedd().query("true", ["ClusterId"]) == []
+
+
+def test_submit_refuses_a_directory_the_job_owner_cannot_write(workdir, user_env, tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root writes everywhere")
+    workdir.chmod(0o555)
+    try:
+        refused = submit(workdir, user_env, "run0-chunk0.txt")
+    finally:
+        workdir.chmod(0o755)
+    assert refused.returncode == 2 and "is not writable by" in refused.stderr
+
+
+def test_submit_refuses_when_there_is_no_schedd(workdir, user_env):
+    env = {**user_env, "CONDOR_CONFIG": "/nonexistent/condor_config"}
+    refused = htcannex(workdir, env, "submit", "--schedd", "default", "--profile", str(workdir), "run0-chunk0.txt")
+    assert refused.returncode == 2
+    assert "no HTCondor schedd to submit the driver to" in refused.stderr
+
+
+def test_submit_refuses_arguments_snakemake_refuses_and_a_dry_run(workdir, user_env):
+    assert "Snakemake refuses these arguments" in submit(workdir, user_env, "--no-such-flag").stderr
+    assert "run them with snakemake directly" in submit(workdir, user_env, "-n").stderr
