@@ -40,12 +40,10 @@ from .driver import DriverSource, DriverStatus
 from .driver import render as render_driver
 from .rotation import _natural as natural_run_order
 from .secrets import redact
-from .tracking import EventLogTracker, JobPhase, JobRecord
+from .tracking import PHASE_WORDS, EventLogTracker, JobPhase, JobRecord
 
 AD_PROJECTION = ["ClusterId", "ProcId", "HtcannexRule", "HtcannexWildcards", "HtcannexSite", "HtcannexAttempt",
                  "TargetAnnexName"]
-STATE_WORDS = {JobPhase.IDLE: "idle", JobPhase.RUNNING: "running", JobPhase.HELD: "held",
-               JobPhase.SUCCEEDED: "done", JobPhase.FAILED: "failed", JobPhase.REMOVED: "removed"}
 
 
 @dataclass
@@ -186,7 +184,7 @@ class BoardSource:
             seconds = now - record.submitted_at
         annex = record.annex or ad.get("TargetAnnexName")
         return ChunkRow(rule=rule, run=run, chunk=chunk, job=record.job_id, jobs=len(jobs), site=ad.get("HtcannexSite"),
-                        annex=annex, state=STATE_WORDS[record.phase], epochs=epochs, seconds=seconds,
+                        annex=annex, state=PHASE_WORDS[record.phase], epochs=epochs, seconds=seconds,
                         hold_reason=redact(record.hold_reason) if record.hold_reason else None)
 
     def _profile(self, rows: list) -> list:

@@ -43,7 +43,7 @@ import htcondor2
 
 from .description import quote_new_syntax
 from .secrets import contains_secret, is_secret_name, redact
-from .tracking import EventLogTracker, JobPhase
+from .tracking import PHASE_WORDS, EventLogTracker, JobPhase
 
 DRIVER_DIR = Path(".htcannex") / "driver"  # under the run's working directory
 EVENT_LOG = "events.log"
@@ -159,9 +159,6 @@ class DriverStatus:
     note: Optional[str] = None  # hold reason, exit code or why it ended
 
 
-STATE_WORDS = {JobPhase.IDLE: "idle", JobPhase.RUNNING: "running", JobPhase.HELD: "held",
-               JobPhase.SUCCEEDED: "done", JobPhase.FAILED: "failed", JobPhase.REMOVED: "removed"}
-
 
 class DriverSource:
     """Reads the driver's event log incrementally, for a board that refreshes."""
@@ -184,7 +181,7 @@ class DriverSource:
         if record.phase is JobPhase.FAILED and record.return_value is not None:
             note = f"Snakemake exited with {record.return_value}"
         stderr = self.files / STDERR
-        return DriverStatus(job=record.job_id, state=STATE_WORDS[record.phase], starts=record.starts,
+        return DriverStatus(job=record.job_id, state=PHASE_WORDS[record.phase], starts=record.starts,
                             restarts=max(record.starts - 1, 0), log=str(stderr),
                             last_lines=[redact(line) for line in _tail(stderr, self.last_lines)],
                             note=redact(note) if note else None)

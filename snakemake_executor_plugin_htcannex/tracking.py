@@ -30,6 +30,11 @@ class JobPhase(enum.Enum):
         return self in (JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.REMOVED)
 
 
+# How the operator's tools (the status board, its driver line) name each phase.
+PHASE_WORDS = {JobPhase.IDLE: "idle", JobPhase.RUNNING: "running", JobPhase.HELD: "held",
+               JobPhase.SUCCEEDED: "done", JobPhase.FAILED: "failed", JobPhase.REMOVED: "removed"}
+
+
 @dataclass
 class JobRecord:
     """What the event log has said so far about one job ("cluster.proc")."""

@@ -40,16 +40,29 @@ def setting(settings, name: str):
     return value if isinstance(value, str) else None
 
 
-def driver_target(args, settings) -> str:
+def catalogue_of(settings):
+    """The run's htcannex.yaml, or None when Snakemake's settings name none."""
+    path = setting(settings, "htcannex_config")
+    try:
+        return load_catalogue(Path(path)) if path else None
+    except HtcannexConfigError as error:
+        raise UsageError(str(error)) from error
+
+
+def driver_target(args, settings, catalogue) -> str:
     """Where the driver runs: the embedded pool when the run uses it, else this access point's schedd
     (a driver runs where its working directory is, even when Snakemake submits to a named schedd)."""
-    target = args.schedd or setting(settings, "htcannex_schedd")
-    if target is None and setting(settings, "htcannex_config"):
-        try:
-            target = load_catalogue(Path(setting(settings, "htcannex_config"))).pool
-        except HtcannexConfigError as error:
-            raise UsageError(str(error)) from error
+    target = args.schedd or setting(settings, "htcannex_schedd") or (catalogue.pool if catalogue else None)
     return EMBEDDED if target == EMBEDDED else DEFAULT
+
+
+def annex_mode_warning(settings, catalogue) -> str | None:
+    mode = setting(settings, "htcannex_annex_mode") or (catalogue.annex.mode if catalogue else None)
+    if mode != "ask":
+        return None
+    return ("annex mode is ask, and the driver has no terminal to ask on: annexes that are not up are not "
+            "requested (as mode off). Use --htcannex-annex-mode auto (within the profile's guards) or create "
+            "them by hand (htcannex annex create)")
 
 
 def check_writable(workdir: Path) -> None:
@@ -87,7 +100,8 @@ def submit(args) -> int:
     iwd = Path.cwd()
     workdir = Path(settings.directory or iwd).resolve()
     check_writable(workdir)
-    target = driver_target(args, settings)
+    catalogue = catalogue_of(settings)
+    target = driver_target(args, settings, catalogue)
     pool_dir = args.pool_dir or setting(settings, "htcannex_pool_dir") or os.environ.get("HTCANNEX_POOL_DIR")
     # The driver's Snakemake finds the embedded pool relative to its working directory.
     pool_dir = Path(pool_dir).resolve() if pool_dir else workdir / ".htcannex" / "pool"
@@ -107,8 +121,9 @@ def submit(args) -> int:
                          "access point (where condor_q works), or use the embedded pool (`pool: local` in "
                          "htcannex.yaml)") from error
     write_record(workdir, job=job, target=target, pool_dir=pool_dir if target == EMBEDDED else None)
-    if withheld:
-        print(f"htcannex submit: {withheld_warning(withheld)}", file=sys.stderr)
+    for warning in (withheld_warning(withheld) if withheld else None, annex_mode_warning(settings, catalogue)):
+        if warning:
+            print(f"htcannex submit: {warning}", file=sys.stderr)
     files = driver_dir(workdir)
     print(f"Snakemake driver submitted as HTCondor job {job} ({'the embedded pool' if target == EMBEDDED else 'local universe'}); "
           f"it runs in {workdir} and survives your logout.\n"
