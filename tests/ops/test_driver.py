@@ -80,6 +80,24 @@ def test_a_driver_killed_comes_back_and_adopts_the_running_chunk(workdir, user_e
 
 
 @pytest.mark.slow
+def test_an_access_point_restart_restarts_the_driver_and_nothing_is_submitted_twice(workdir, user_env,
+                                                                                     embedded_pool):
+    assert submit(workdir, user_env, "run0-chunk1.txt", *CHAIN).returncode == 0
+    wait_until(lambda: running_chunk(embedded_pool), what="chunk 0 to run")
+    # The schedd goes down (the pool daemon stops: it kills the driver and evicts the chunk) and comes back.
+    spool = ["--spool", str(embedded_pool.spool_dir)]
+    assert htcannex(workdir, user_env, "pool", "stop", *spool).returncode == 0
+    assert htcannex(workdir, user_env, "pool", "start", *spool).returncode == 0
+    wait_until(lambda: driver_ad(embedded_pool) is None, timeout=240, what="the driver to finish")
+    assert (workdir / "run0-chunk1.txt").read_text() == "run 0 chunk 0\nrun 0 chunk 1\n"
+    submits = [job for kind, job, _ in events(workdir) if kind == htcondor2.JobEventType.SUBMIT]
+    assert len(submits) == 2, submits  # chunk 0 ran again as the same job, adopted by the new driver
+    assert f"Adopted HTCondor job {submits[0]}" in snakemake_log(workdir)
+    kinds = driver_events(workdir)
+    assert kinds.count(htcondor2.JobEventType.EXECUTE) == 2 and htcondor2.JobEventType.JOB_EVICTED in kinds
+
+
+@pytest.mark.slow
 def test_stop_mid_run_leaves_no_job_and_a_second_submit_is_refused(workdir, user_env, embedded_pool):
     assert submit(workdir, user_env, "run0-chunk1.txt", *CHAIN).returncode == 0
     chunk = wait_until(lambda: running_chunk(embedded_pool), what="chunk 0 to run")
