@@ -40,7 +40,11 @@ INTEGER_COMMANDS = {
 STRING_COMMANDS = {
     # machine ad attributes the execute event carries besides the slot's resources (htcondor-jdl.rst)
     "ulog_execute_attrs": "UserLogExecuteEventAttrs",
+    "notify_user": "NotifyUser",
+    "batch_name": "JobBatchName",
 }
+# JobNotification values (proc.h's NOTIFY_*); the pool records them and sends no mail.
+NOTIFICATIONS = {"never": 0, "always": 1, "complete": 2, "error": 3, "start": 4}
 # Signals by name (SIGINT) or number, kept as the name.
 SIGNAL_COMMANDS = {"kill_sig": "KillSig", "remove_kill_sig": "RemoveKillSig"}
 MACHINE_ARCH = platform.machine().upper().replace("AMD64", "X86_64")
@@ -157,6 +161,10 @@ class ClusterBuilder:
         for command, attribute in INTEGER_COMMANDS.items():
             if get(command) is not None:
                 ad[attribute] = _integer(command, get(command))
+        notification = get("notification", "never").strip().lower()
+        if notification not in NOTIFICATIONS:
+            raise SubmitError(f"notification = {notification}: must be Never, Always, Complete, Start or Error")
+        ad["JobNotification"] = NOTIFICATIONS[notification]
         for command, attribute in STRING_COMMANDS.items():
             if get(command) is not None:
                 ad[attribute] = get(command)

@@ -121,6 +121,26 @@ def test_stop_mid_run_leaves_no_job_and_a_second_submit_is_refused(workdir, user
     assert driver["state"] == "removed"
 
 
+def test_the_driver_job_carries_the_restart_policy_and_the_users_notification_choice(workdir, user_env,
+                                                                                    embedded_pool):
+    submitted = htcannex(workdir, {**user_env, "MY_API_TOKEN": "not-for-the-job-ad"}, "submit",
+                         "--notification", "error", "--notify-user", "me@example.org", "--max-starts", "4",
+                         "--profile", str(workdir), "run0-chunk0.txt")
+    assert submitted.returncode == 0, submitted.stderr
+    assert "not passing MY_API_TOKEN" in submitted.stderr
+    [ad] = embedded_pool.schedd().query("HtcannexDriver isnt undefined", [])
+    htcannex(workdir, user_env, "stop")
+    assert (ad["JobUniverse"], ad["JobNotification"], ad["NotifyUser"]) == (12, 3, "me@example.org")
+    assert ad["RemoveKillSig"] == "SIGINT" and ad["Iwd"] == str(workdir)
+    def leaves_queue(**exit_):
+        ad.update(exit_)
+        return ad.eval("OnExitRemove")
+    assert not leaves_queue(ExitBySignal=True, ExitSignal=9, NumJobStarts=3)  # killed: it runs again
+    assert leaves_queue(ExitBySignal=True, ExitSignal=9, NumJobStarts=4)  # until --max-starts
+    assert leaves_queue(ExitBySignal=False, ExitCode=1, NumJobStarts=1)  # Snakemake ended by itself
+    assert "not-for-the-job-ad" not in repr(ad) and "MY_API_TOKEN" not in ad["Environment"]
+
+
 def test_submit_refuses_a_directory_with_a_lock_and_says_unlock(workdir, user_env, embedded_pool):
     locks = workdir / ".snakemake" / "locks"
     locks.mkdir(parents=True)
