@@ -40,6 +40,7 @@ from typing import Optional
 
 import classad2
 import htcondor2
+from htcondor_codes import JobStatus
 
 from .description import quote_new_syntax
 from .secrets import contains_secret, is_secret_name, redact
@@ -57,8 +58,7 @@ DEFAULT_MAX_STARTS = 10
 CANCEL_GRACE_S = 60
 NOTIFICATIONS = ("never", "error", "complete", "always")
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
-REMOVED, COMPLETED = 3, 4  # JobStatus
-QUEUED = f"JobStatus =!= {REMOVED} && JobStatus =!= {COMPLETED}"
+QUEUED = f"JobStatus =!= {int(JobStatus.REMOVED)} && JobStatus =!= {int(JobStatus.COMPLETED)}"
 
 
 class DriverError(Exception):

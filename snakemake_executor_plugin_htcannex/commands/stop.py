@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import htcondor2
+from htcondor_codes import JobStatus
 
-from ..driver import CANCEL_GRACE_S, REMOVED, drivers_in_queue, read_record, run_jobs_constraint
+from ..driver import CANCEL_GRACE_S, drivers_in_queue, read_record, run_jobs_constraint
 from ..driver_job import other_snakemake
 from ..schedd import EMBEDDED, connect
 from .why import UsageError, reporting_usage_errors
@@ -34,7 +35,7 @@ def stop(args) -> int:
     queued = drivers_in_queue(schedd, workdir)
     if queued:
         drivers = _job_ids(queued)
-        to_remove = _job_ids(ad for ad in queued if ad["JobStatus"] != REMOVED)
+        to_remove = _job_ids(ad for ad in queued if ad["JobStatus"] != JobStatus.REMOVED)
         if to_remove:
             schedd.act(htcondor2.JobAction.Remove, to_remove, reason=REASON)
         print(f"removing driver {', '.join(drivers)}: Snakemake cancels its jobs (Ctrl-C) and exits")

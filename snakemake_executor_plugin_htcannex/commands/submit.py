@@ -5,8 +5,9 @@ import sys
 from pathlib import Path
 
 import htcondor2
+from htcondor_codes import JobStatus
 
-from ..driver import (REMOVED, DEFAULT_MAX_STARTS, NOTIFICATIONS, DriverError, driver_dir, drivers_in_queue,
+from ..driver import (DEFAULT_MAX_STARTS, NOTIFICATIONS, DriverError, driver_dir, drivers_in_queue,
                       submit_description, write_record)
 from ..schedd import DEFAULT, EMBEDDED, connect
 from ..secrets import withheld_warning
@@ -81,7 +82,7 @@ def check_not_running(schedd, workdir: Path) -> None:
     queued = drivers_in_queue(schedd, workdir)
     if queued:
         job = f"{queued[0]['ClusterId']}.{queued[0]['ProcId']}"
-        ending = " (removed, still ending)" if queued[0]["JobStatus"] == REMOVED else ""
+        ending = " (removed, still ending)" if queued[0]["JobStatus"] == JobStatus.REMOVED else ""
         raise UsageError(f"a driver (HTCondor job {job}{ending}) already runs Snakemake in {workdir}: "
                          "`htcannex status` shows it, `htcannex stop` ends it")
     locks = workdir / SNAKEMAKE_LOCKS
