@@ -56,8 +56,9 @@ def other_snakemake(workdir: Path) -> psutil.Process | None:
         cmdline = info.get("cmdline") or []
         if info["pid"] == os.getpid() or info.get("cwd") != str(workdir):
             continue
-        runs_snakemake = any(Path(part).name == "snakemake" or part == "snakemake" for part in cmdline[:3])
-        if runs_snakemake and "remote" not in cmdline:
+        runs_snakemake = any(Path(part).name == "snakemake" for part in cmdline[:3])
+        runs_a_job = "--mode" in cmdline and cmdline[cmdline.index("--mode") + 1:][:1] == ["remote"]
+        if runs_snakemake and not runs_a_job:
             return process
     return None
 

@@ -29,9 +29,13 @@ def snakemake_settings(snakemake_args: list[str]):
     if settings.executor != "htcannex":
         raise UsageError("the driver runs Snakemake with the htcannex executor: add `--executor htcannex` "
                          "or a profile that sets it (e.g. --profile profiles/local)")
-    if settings.dryrun or settings.unlock or settings.cleanup_metadata or settings.list_target_rules:
-        raise UsageError("a dry run, --unlock and other one-off commands take seconds: run them with "
+    if settings.dryrun or settings.unlock or settings.touch or settings.cleanup_metadata or settings.list_target_rules:
+        raise UsageError("a dry run, --unlock, --touch and other one-off commands take seconds: run them with "
                          "snakemake directly, not as a driver job")
+    if settings.forceall or settings.forcerun or settings.force:
+        raise UsageError("a driver that restarts runs Snakemake again with the same arguments: --forceall, "
+                         "--forcerun and --force would redo, after every restart, the jobs it finished before. "
+                         "Delete the outputs you want redone (Snakemake reruns them and what depends on them), then submit")
     return settings
 
 

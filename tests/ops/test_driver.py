@@ -172,3 +172,5 @@ def test_submit_refuses_when_there_is_no_schedd(workdir, user_env):
 def test_submit_refuses_arguments_snakemake_refuses_and_a_dry_run(workdir, user_env):
     assert "Snakemake refuses these arguments" in submit(workdir, user_env, "--no-such-flag").stderr
     assert "run them with snakemake directly" in submit(workdir, user_env, "-n").stderr
+    # A restart reruns Snakemake with the same arguments: forcing would redo finished work each time.
+    assert "would redo, after every restart" in submit(workdir, user_env, "--forceall", "run0-chunk0.txt").stderr
