@@ -454,9 +454,7 @@ class Scheduler:
             self._hold(ad, str(error), error.code, error.subcode)
             return
         except OSError as error:
-            shutil.rmtree(sandbox, ignore_errors=True)
-            self._hold(ad, f"Error from {slot.name}: Failed to execute '{ad['Cmd']}': {error}",
-                       HoldCode.FailedToCreateProcess, error.errno or 0)
+            self._hold_failed_start(ad, sandbox, slot.name, error)
             return
         now = int(time.time())
         running.bytes_received = received
@@ -477,6 +475,12 @@ class Scheduler:
         log.executing(slot.ad, str(sandbox), ad.get("UserLogExecuteEventAttrs", ""))
         self.store.save(ad)
 
+    def _hold_failed_start(self, ad: classad2.ClassAd, directory: Path, where: str, error: OSError):
+        """The starter could not run the executable: held with code 6, the errno as subcode."""
+        shutil.rmtree(directory, ignore_errors=True)
+        self._hold(ad, f"Error from {where}: Failed to execute '{ad['Cmd']}': {error}",
+                   HoldCode.FailedToCreateProcess, error.errno or 0)
+
     def _start_local_jobs(self):
         for key, ad in list(self.jobs.items()):
             if ad["JobStatus"] == JobStatus.IDLE and local_universe.is_local(ad):
@@ -489,9 +493,7 @@ class Scheduler:
         try:
             running = local_universe.launch(ad, scratch, self.on_job_exit)
         except OSError as error:
-            shutil.rmtree(scratch, ignore_errors=True)
-            self._hold(ad, f"Error from starter on the access point: Failed to execute '{ad['Cmd']}': {error}",
-                       HoldCode.FailedToCreateProcess, error.errno or 0)
+            self._hold_failed_start(ad, scratch, "starter on the access point", error)
             return
         now = int(time.time())
         self.running[key] = running

@@ -4,12 +4,11 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import htcondor2
 import pytest
 
-from .snakemake_runs import HTCANNEX, board, events
+from .snakemake_runs import HTCANNEX, board, events, wait_until
 
 CHAIN = ["--config", "sleep=10", "chain=1"]  # each chunk runs 10 s: time to act while one runs
 
@@ -21,16 +20,6 @@ def htcannex(workdir, env, *args, timeout=120):
 
 def submit(workdir, env, *snakemake_args):
     return htcannex(workdir, env, "submit", "--profile", str(workdir), *snakemake_args)
-
-
-def wait_until(condition, timeout=120, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def driver_ad(pool):

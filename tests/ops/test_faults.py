@@ -8,26 +8,15 @@ import getpass
 import os
 import signal
 import subprocess
-import time
 
 import htcondor2
 import pytest
 
 from htcannex_pool import Pool
 
-from .snakemake_runs import annexes_by_job, board, events, run_snakemake, snakemake_argv
+from .snakemake_runs import annexes_by_job, board, events, run_snakemake, snakemake_argv, wait_until
 
 pytestmark = pytest.mark.slow
-
-
-def wait_until(condition, timeout=60, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def running_job(pool, rule):
