@@ -18,11 +18,13 @@ The restart policy, in HTCondor's terms:
 - an access-point restart evicts the driver (its starter kills it) and the
   schedd runs it again: no policy needed;
 - a driver killed by a signal (a crash, the OOM killer, `kill -9`) exits by
-  signal: `on_exit_remove` keeps it in the queue, so it runs again, up to
-  `max_starts` starts in all. (`max_retries` would not do: it counts
-  NumJobCompletions, which only a shadow updates, and the local universe has
-  none.) A driver that exits by itself (0: the workflow is done; 1: it failed)
-  leaves the queue;
+  signal: `on_exit_remove = ExitBySignal =!= true` keeps it in the queue, so it
+  runs again. A driver that exits by itself (0: the workflow is done; 1: it
+  failed) leaves the queue. The driver counts its own starts and gives up (exit
+  1) after `max_starts`: HTCondor's counts do not serve in the local universe
+  (`max_retries` counts NumJobCompletions, which only a shadow updates; the
+  local starter raises NumJobStarts in the queue but judges `on_exit_remove`
+  on the ad it started with, one start behind);
 - every restart resumes with the existing recovery (driver_job.py): the stale
   Snakemake lock its previous run left is removed and Snakemake runs with
   `--rerun-incomplete`, so the executor adopts jobs still queued and jobs that
@@ -123,7 +125,7 @@ def submit_description(*, python: str, iwd: Path, workdir: Path, snakemake_args:
     files = driver_dir(workdir)
     getenv, withheld = environment_matchlist(environment)
     arguments = ["-m", "snakemake_executor_plugin_htcannex.driver_job", "--job", "$(ClusterId).$(ProcId)",
-                 "--workdir", _submit_text(str(workdir)), "--",
+                 "--workdir", _submit_text(str(workdir)), "--max-starts", str(int(max_starts)), "--",
                  *(_submit_text(argument) for argument in snakemake_args)]
     commands = {
         "universe": "local",
@@ -134,7 +136,7 @@ def submit_description(*, python: str, iwd: Path, workdir: Path, snakemake_args:
         "output": _submit_text(str(files / STDOUT)),
         "error": _submit_text(str(files / STDERR)),
         "getenv": getenv,
-        "on_exit_remove": f"ExitBySignal =!= true || NumJobStarts >= {int(max_starts)}",
+        "on_exit_remove": "ExitBySignal =!= true",
         "remove_kill_sig": signal.Signals.SIGINT.name,
         "job_max_vacate_time": str(CANCEL_GRACE_S),
         "notification": notification,

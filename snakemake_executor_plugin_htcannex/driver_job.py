@@ -1,6 +1,6 @@
 """What the driver job runs: Snakemake, resumed when HTCondor starts the driver again.
 
-    python -m snakemake_executor_plugin_htcannex.driver_job --job C.P --workdir DIR -- SNAKEMAKE ARGS
+    python -m snakemake_executor_plugin_htcannex.driver_job --job C.P --workdir DIR --max-starts N -- SNAKEMAKE ARGS
 
 The first start runs `snakemake ARGS`. A later start of the same job is a
 restart (an access-point restart, a crash: see driver.py), and resumes the way
@@ -82,11 +82,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="driver_job", description=__doc__.splitlines()[0])
     parser.add_argument("--job", required=True, help="the driver's HTCondor job id")
     parser.add_argument("--workdir", required=True, type=Path, help="Snakemake's working directory")
+    parser.add_argument("--max-starts", type=int, required=True, help="give up (exit 1) on a later start")
     parser.add_argument("snakemake_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     snakemake_args = args.snakemake_args[1:] if args.snakemake_args[:1] == ["--"] else args.snakemake_args
     workdir = args.workdir.resolve()
     start = _record_start(workdir, args.job)
+    if start > args.max_starts:
+        print(f"htcannex driver: job {args.job} was started {start} times (--max-starts {args.max_starts}), "
+              "each time killed by a signal: giving up. Snakemake's log of each start is in "
+              f"{workdir / '.snakemake' / 'log'}. To resume: snakemake --unlock ARGS, then "
+              "htcannex submit ARGS --rerun-incomplete", file=sys.stderr)
+        return 1
     if start > 1:
         snakemake_args = _resume_arguments(workdir, snakemake_args, start)
     os.execv(sys.executable, [*SNAKEMAKE, *snakemake_args])

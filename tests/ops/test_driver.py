@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 
 import htcondor2
 import pytest
@@ -124,10 +125,19 @@ def test_the_driver_job_carries_the_restart_policy_and_the_users_notification_ch
     def leaves_queue(**exit_):
         ad.update(exit_)
         return ad.eval("OnExitRemove")
-    assert not leaves_queue(ExitBySignal=True, ExitSignal=9, NumJobStarts=3)  # killed: it runs again
-    assert leaves_queue(ExitBySignal=True, ExitSignal=9, NumJobStarts=4)  # until --max-starts
-    assert leaves_queue(ExitBySignal=False, ExitCode=1, NumJobStarts=1)  # Snakemake ended by itself
+    assert not leaves_queue(ExitBySignal=True, ExitSignal=9)  # killed: it runs again
+    assert leaves_queue(ExitBySignal=False, ExitCode=1)  # Snakemake ended by itself
+    assert "--max-starts 4" in ad["Arguments"]  # the driver gives up (exit 1) on its 5th start
     assert "not-for-the-job-ad" not in repr(ad) and "MY_API_TOKEN" not in ad["Environment"]
+
+
+def test_a_driver_started_more_often_than_max_starts_gives_up(workdir, user_env):
+    for start in (1, 2):
+        result = subprocess.run([sys.executable, "-m", "snakemake_executor_plugin_htcannex.driver_job",
+                                 "--job", "7.0", "--workdir", str(workdir), "--max-starts", "1", "--", "--version"],
+                                cwd=workdir, env=user_env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "was started 2 times (--max-starts 1)" in result.stderr
+    assert "htcannex submit ARGS --rerun-incomplete" in result.stderr
 
 
 def test_submit_refuses_a_directory_with_a_lock_and_says_unlock(workdir, user_env, embedded_pool):
