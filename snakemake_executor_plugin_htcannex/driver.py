@@ -45,10 +45,10 @@ import htcondor2
 from htcondor_codes import JobStatus
 
 from .description import quote_new_syntax
+from .paths import driver_dir
 from .secrets import contains_secret, is_secret_name, redact
 from .tracking import PHASE_WORDS, EventLogTracker, JobPhase
 
-DRIVER_DIR = Path(".htcannex") / "driver"  # under the run's working directory
 EVENT_LOG = "events.log"
 STDOUT = "snakemake.out"
 STDERR = "snakemake.err"  # Snakemake logs to stderr: the board's last lines come from here
@@ -65,10 +65,6 @@ QUEUED = f"JobStatus =!= {int(JobStatus.REMOVED)} && JobStatus =!= {int(JobStatu
 
 class DriverError(Exception):
     """What `htcannex submit` or `stop` cannot do; the message says why and what to do."""
-
-
-def driver_dir(workdir: Path) -> Path:
-    return Path(workdir) / DRIVER_DIR
 
 
 def driver_constraint(workdir: Path) -> str:

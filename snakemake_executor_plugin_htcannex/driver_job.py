@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 
-from .driver import driver_dir
+from .paths import driver_dir
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 LOCKS = Path(".snakemake") / "locks"

@@ -6,6 +6,7 @@ A run directory (Snakemake's working directory) holds:
     .htcannex/logs/<job>.out|.err      each job's stdout and stderr
     .htcannex/annex-requests.json      the annexes requested, so a restart does not request them again
     .htcannex/pool/                    the embedded pool's spool (its own default: htcannex_pool.DEFAULT_SPOOL)
+    .htcannex/driver/                  the Snakemake driver `htcannex submit` started (driver.py)
 """
 from pathlib import Path
 
@@ -28,6 +29,10 @@ def event_log(workdir: Path | str = ".") -> Path:
 
 def job_logs_dir(workdir: Path | str = ".") -> Path:
     return state_dir(workdir) / "logs"
+
+
+def driver_dir(workdir: Path | str = ".") -> Path:
+    return state_dir(workdir) / "driver"
 
 
 def annex_ledger(workdir: Path | str = ".") -> Path:

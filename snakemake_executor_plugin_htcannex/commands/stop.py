@@ -14,7 +14,7 @@ from htcondor_codes import JobStatus
 
 from ..driver import CANCEL_GRACE_S, drivers_in_queue, read_record, run_jobs_constraint
 from ..driver_job import other_snakemake
-from ..schedd import EMBEDDED, connect
+from ..schedd import EMBEDDED, ScheddNotFound, connect
 from .why import UsageError, reporting_usage_errors
 
 REASON = "htcannex stop"
@@ -31,7 +31,11 @@ def stop(args) -> int:
         raise UsageError(f"no driver was submitted in {workdir} (htcannex submit starts one; a snakemake "
                          "running in a terminal stops with Ctrl-C)")
     pool_dir = Path(record["pool_dir"]) if record["pool_dir"] else None
-    schedd = connect(record["schedd"], pool_dir if record["schedd"] == EMBEDDED else None).schedd
+    try:
+        schedd = connect(record["schedd"], pool_dir if record["schedd"] == EMBEDDED else None).schedd
+    except ScheddNotFound as error:
+        raise UsageError(f"the driver of {workdir} was submitted to this access point's schedd, which cannot "
+                         f"be reached now: {error}") from error
     queued = drivers_in_queue(schedd, workdir)
     if queued:
         drivers = _job_ids(queued)

@@ -7,9 +7,12 @@ from pathlib import Path
 import htcondor2
 from htcondor_codes import JobStatus
 
-from ..driver import (DEFAULT_MAX_STARTS, NOTIFICATIONS, DriverError, driver_dir, drivers_in_queue,
+from htcannex_pool import DEFAULT_SPOOL
+
+from .. import paths
+from ..driver import (DEFAULT_MAX_STARTS, NOTIFICATIONS, STDERR, DriverError, drivers_in_queue,
                       submit_description, write_record)
-from ..schedd import DEFAULT, EMBEDDED, connect
+from ..schedd import DEFAULT, EMBEDDED, ScheddNotFound, connect
 from ..secrets import withheld_warning
 from ..sites import HtcannexConfigError, load_catalogue
 from .why import UsageError, reporting_usage_errors
@@ -73,7 +76,7 @@ def annex_mode_warning(settings, catalogue) -> str | None:
 def check_writable(workdir: Path) -> None:
     """The driver runs as the job owner (you) in `workdir` and writes Snakemake's lock and
     metadata and its own logs there."""
-    for path in (workdir, workdir / ".snakemake", workdir / ".htcannex", workdir / ".htcannex" / "driver"):
+    for path in (workdir, workdir / ".snakemake", paths.state_dir(workdir), paths.driver_dir(workdir)):
         if path.exists() and not os.access(path, os.W_OK | os.X_OK):
             raise UsageError(f"{path} is not writable by {getpass.getuser()}, the driver job's owner: the driver "
                              "writes Snakemake's lock and metadata and its logs there. Make it writable "
@@ -109,7 +112,7 @@ def submit(args) -> int:
     target = driver_target(args, settings, catalogue)
     pool_dir = args.pool_dir or setting(settings, "htcannex_pool_dir") or os.environ.get("HTCANNEX_POOL_DIR")
     # The driver's Snakemake finds the embedded pool relative to its working directory.
-    pool_dir = Path(pool_dir).resolve() if pool_dir else workdir / ".htcannex" / "pool"
+    pool_dir = Path(pool_dir).resolve() if pool_dir else workdir / DEFAULT_SPOOL
     try:
         schedd = connect(target, pool_dir if target == EMBEDDED else None).schedd
         check_not_running(schedd, workdir)
@@ -117,11 +120,11 @@ def submit(args) -> int:
             python=sys.executable, iwd=iwd, workdir=workdir, snakemake_args=snakemake_args,
             environment=dict(os.environ), notification=args.notification, notify_user=args.notify_user,
             max_starts=args.max_starts)
-        driver_dir(workdir).mkdir(parents=True, exist_ok=True)
+        paths.driver_dir(workdir).mkdir(parents=True, exist_ok=True)
         job = f"{schedd.submit(description).cluster()}.0"
     except DriverError as error:
         raise UsageError(str(error)) from error
-    except htcondor2.HTCondorException as error:
+    except (ScheddNotFound, htcondor2.HTCondorException) as error:
         raise UsageError(f"no HTCondor schedd to submit the driver to ({error}). Run htcannex submit on an "
                          "access point (where condor_q works), or use the embedded pool (`pool: local` in "
                          "htcannex.yaml)") from error
@@ -129,11 +132,11 @@ def submit(args) -> int:
     for warning in (withheld_warning(withheld) if withheld else None, annex_mode_warning(settings, catalogue)):
         if warning:
             print(f"htcannex submit: {warning}", file=sys.stderr)
-    files = driver_dir(workdir)
+    files = paths.driver_dir(workdir)
     print(f"Snakemake driver submitted as HTCondor job {job} ({'the embedded pool' if target == EMBEDDED else 'local universe'}); "
           f"it runs in {workdir} and survives your logout.\n"
           f"  watch:  htcannex status{'' if workdir == iwd else f' -d {workdir}'}    "
-          f"(Snakemake's log: {files / 'snakemake.err'})\n"
+          f"(Snakemake's log: {files / STDERR})\n"
           f"  stop:   htcannex stop{'' if workdir == iwd else f' -d {workdir}'}")
     return 0
 
