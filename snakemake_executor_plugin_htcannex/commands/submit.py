@@ -38,7 +38,8 @@ def snakemake_settings(snakemake_args: list[str]):
     if settings.forceall or settings.forcerun or settings.force:
         raise UsageError("a driver that restarts runs Snakemake again with the same arguments: --forceall, "
                          "--forcerun and --force would redo, after every restart, the jobs it finished before. "
-                         "Delete the outputs you want redone (Snakemake reruns them and what depends on them), then submit")
+                         "Delete the outputs you want redone (Snakemake reruns them and what depends on them), "
+                         "then submit")
     return settings
 
 
@@ -133,7 +134,8 @@ def submit(args) -> int:
         if warning:
             print(f"htcannex submit: {warning}", file=sys.stderr)
     files = paths.driver_dir(workdir)
-    print(f"Snakemake driver submitted as HTCondor job {job} ({'the embedded pool' if target == EMBEDDED else 'local universe'}); "
+    where = "the embedded pool" if target == EMBEDDED else "local universe"
+    print(f"Snakemake driver submitted as HTCondor job {job} ({where}); "
           f"it runs in {workdir} and survives your logout.\n"
           f"  watch:  htcannex status{'' if workdir == iwd else f' -d {workdir}'}    "
           f"(Snakemake's log: {files / STDERR})\n"

@@ -3,23 +3,12 @@ its status board."""
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import htcondor2
 
 HTCANNEX = Path(sys.executable).parent / "htcannex"
 
-
-def wait_until(condition, timeout=60, what="condition"):
-    """`condition()`'s first true value, polled until `timeout` seconds have passed."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def snakemake_argv(workdir: Path, *targets: str, extra=()) -> list[str]:

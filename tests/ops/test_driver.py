@@ -8,8 +8,9 @@ import sys
 
 import htcondor2
 import pytest
+from waiting import wait_until
 
-from .snakemake_runs import HTCANNEX, board, events, wait_until
+from .snakemake_runs import HTCANNEX, board, events
 
 CHAIN = ["--config", "sleep=10", "chain=1"]  # each chunk runs 10 s: time to act while one runs
 
@@ -48,11 +49,11 @@ def test_a_driver_killed_comes_back_and_adopts_the_running_chunk(workdir, user_e
     submitted = submit(workdir, user_env, "run0-chunk1.txt", *CHAIN)
     assert submitted.returncode == 0, submitted.stderr
     assert "survives your logout" in submitted.stdout
-    wait_until(lambda: running_chunk(embedded_pool), what="chunk 0 to run")
+    wait_until(lambda: running_chunk(embedded_pool), timeout_s=120, what="chunk 0 to run")
     # The driver process dies as on a crash of the access point's Snakemake (kill -9, the OOM killer).
     first_pid = driver_ad(embedded_pool)["PoolProcessId"]
     os.kill(first_pid, signal.SIGKILL)
-    wait_until(lambda: driver_ad(embedded_pool) is None, timeout=240, what="the driver to finish")
+    wait_until(lambda: driver_ad(embedded_pool) is None, timeout_s=240, what="the driver to finish")
     assert (workdir / "run0-chunk1.txt").read_text() == "run 0 chunk 0\nrun 0 chunk 1\n"
     # One submission per chunk: chunk 0's job was adopted by the restarted driver, not submitted again.
     submits = [job for kind, job, _ in events(workdir) if kind == htcondor2.JobEventType.SUBMIT]
@@ -73,12 +74,12 @@ def test_a_driver_killed_comes_back_and_adopts_the_running_chunk(workdir, user_e
 def test_an_access_point_restart_restarts_the_driver_and_nothing_is_submitted_twice(workdir, user_env,
                                                                                      embedded_pool):
     assert submit(workdir, user_env, "run0-chunk1.txt", *CHAIN).returncode == 0
-    wait_until(lambda: running_chunk(embedded_pool), what="chunk 0 to run")
+    wait_until(lambda: running_chunk(embedded_pool), timeout_s=120, what="chunk 0 to run")
     # The schedd goes down (the pool daemon stops: it kills the driver and evicts the chunk) and comes back.
     spool = ["--spool", str(embedded_pool.spool_dir)]
     assert htcannex(workdir, user_env, "pool", "stop", *spool).returncode == 0
     assert htcannex(workdir, user_env, "pool", "start", *spool).returncode == 0
-    wait_until(lambda: driver_ad(embedded_pool) is None, timeout=240, what="the driver to finish")
+    wait_until(lambda: driver_ad(embedded_pool) is None, timeout_s=240, what="the driver to finish")
     assert (workdir / "run0-chunk1.txt").read_text() == "run 0 chunk 0\nrun 0 chunk 1\n"
     submits = [job for kind, job, _ in events(workdir) if kind == htcondor2.JobEventType.SUBMIT]
     assert len(submits) == 2, submits  # chunk 0 ran again as the same job, adopted by the new driver
@@ -90,7 +91,7 @@ def test_an_access_point_restart_restarts_the_driver_and_nothing_is_submitted_tw
 @pytest.mark.slow
 def test_stop_mid_run_leaves_no_job_and_a_second_submit_is_refused(workdir, user_env, embedded_pool):
     assert submit(workdir, user_env, "run0-chunk1.txt", *CHAIN).returncode == 0
-    chunk = wait_until(lambda: running_chunk(embedded_pool), what="chunk 0 to run")
+    chunk = wait_until(lambda: running_chunk(embedded_pool), timeout_s=120, what="chunk 0 to run")
     again = submit(workdir, user_env, "run0-chunk1.txt", *CHAIN)
     assert again.returncode == 2
     assert "already runs Snakemake in" in again.stderr and "htcannex stop" in again.stderr

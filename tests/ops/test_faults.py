@@ -11,10 +11,11 @@ import subprocess
 
 import htcondor2
 import pytest
+from waiting import wait_until
 
 from htcannex_pool import Pool
 
-from .snakemake_runs import annexes_by_job, board, events, run_snakemake, snakemake_argv, wait_until
+from .snakemake_runs import annexes_by_job, board, events, run_snakemake, snakemake_argv
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +40,7 @@ def test_annex_expiring_under_a_running_chunk_moves_it_and_it_resumes_from_its_c
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: embedded_pool.schedd().query('HtcannexRule == "steps" && NumJobStarts >= 3',
-                                                        ["ClusterId"]), what="two checkpointed steps")
+                                                        ["ClusterId"]), timeout_s=60, what="two checkpointed steps")
         embedded_pool.inject_expire_annex("htcannex-a")
         _, stderr = snakemake.communicate(timeout=120)
     finally:
@@ -132,7 +133,7 @@ def kill_snakemake_once_the_chunk_runs(workdir, env, pool, target, options):
     first = subprocess.Popen(snakemake_argv(workdir, target, extra=options), cwd=workdir, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        wait_until(lambda: running_job(pool, "chunk"), what="the chunk to start")
+        wait_until(lambda: running_job(pool, "chunk"), timeout_s=60, what="the chunk to start")
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # as when the login node reboots
         first.wait()
@@ -158,7 +159,7 @@ def test_restarted_snakemake_adopts_a_job_that_completed_while_it_was_down(workd
     options = ["--config", "sleep=3", f"exit_code={exit_code}"]
     kill_snakemake_once_the_chunk_runs(workdir, user_env, embedded_pool, target, options)
     wait_until(lambda: embedded_pool.schedd().history('HtcannexRule == "chunk"', ["ClusterId"]),
-               what="the chunk to finish")
+               timeout_s=60, what="the chunk to finish")
     if exit_code == 0:
         # Its output came back while Snakemake was down: Snakemake stops at its incomplete marker.
         stopped = run_snakemake(workdir, user_env, target, extra=options)
