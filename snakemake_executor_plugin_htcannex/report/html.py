@@ -5,6 +5,9 @@ Three figures, each also written on its own (PNG) for `snakemake --report`:
 - timeline.png: per job, stacked: queue wait, annex wait, held, input transfer,
   compute (badput hatched), output transfer;
 - requests.png: requested vs allocated vs used memory and CPUs per job.
+Per-job figures show at most MAX_JOBS_SHOWN jobs (those that took longest, in submit
+order; the title says so): a bar per job of a 5,000-job log is neither readable nor
+cheap (minutes and gigabytes to draw).
 """
 import base64
 import html
@@ -23,6 +26,7 @@ from .per_site import chunk_times  # noqa: E402
 from .text import summary  # noqa: E402
 
 FIGURES = ("sites", "timeline", "requests")
+MAX_JOBS_SHOWN = 60
 _PHASES = (("queue wait", "queue_wait_s", "#bbbbbb"), ("annex wait", "annex_wait_s", "#9ecae1"),
            ("held", "held_s", "#fc9272"), ("transfer in", "transfer_in_s", "#fdd0a2"),
            ("compute", "compute_s", "#74c476"), ("transfer out", "transfer_out_s", "#fd8d3c"))
@@ -75,8 +79,21 @@ def _sites(report: Report):
     return figure
 
 
-def _timeline(report: Report):
+def _shown(report: Report) -> tuple:
+    """(the jobs to draw, a title suffix saying which when not all)."""
     jobs = report.jobs
+    if len(jobs) <= MAX_JOBS_SHOWN:
+        return jobs, ""
+    longest = set(map(id, sorted(jobs, key=_total_s, reverse=True)[:MAX_JOBS_SHOWN]))
+    return [job for job in jobs if id(job) in longest], f" (the {MAX_JOBS_SHOWN} longest of {len(jobs)} jobs)"
+
+
+def _total_s(job) -> float:
+    return sum(getattr(job, name) for _, name, _ in _PHASES)
+
+
+def _timeline(report: Report):
+    jobs, which = _shown(report)
     figure, axes = plt.subplots(figsize=(9, max(2.5, 0.3 * len(jobs) + 1.5)))
     labels = [f"{job.chunk_key} ({job.job})" if job.chunk_key != job.job else job.job for job in jobs]
     left = [0.0] * len(jobs)
@@ -91,13 +108,13 @@ def _timeline(report: Report):
     axes.set_yticks(range(len(jobs)), labels, fontsize=7)
     axes.invert_yaxis()
     axes.set_xlabel("seconds")
-    axes.set_title("where each job's time went")
+    axes.set_title("where each job's time went" + which)
     axes.legend(fontsize=7, loc="lower right")
     return figure
 
 
 def _requests(report: Report):
-    jobs = report.jobs
+    jobs, which = _shown(report)
     figure, (memory, cpus) = plt.subplots(1, 2, figsize=(10, max(2.5, 0.3 * len(jobs) + 1.5)), sharey=True)
     positions = range(len(jobs))
     for axes, fields, unit in ((memory, ("memory_requested_mb", "memory_allocated_mb", "memory_peak_mb"), "MB"),
@@ -109,7 +126,7 @@ def _requests(report: Report):
                       label=label)
         axes.set_xlabel(unit)
         axes.legend(fontsize=7)
-    memory.set_title("memory")
+    memory.set_title("memory" + which)
     cpus.set_title("CPUs")
     memory.set_yticks(list(positions), [job.job for job in jobs], fontsize=7)
     memory.invert_yaxis()
