@@ -14,7 +14,7 @@ from ..driver import (DEFAULT_MAX_STARTS, NOTIFICATIONS, STDERR, DriverError, dr
                       submit_description, write_record)
 from ..schedd import DEFAULT, EMBEDDED, ScheddNotFound, connect
 from ..secrets import withheld_warning
-from ..sites import HtcannexConfigError, load_catalogue
+from ..catalogue import HtcannexConfigError, load_catalogue
 from .why import UsageError, reporting_usage_errors
 
 SNAKEMAKE_LOCKS = Path(".snakemake") / "locks"
