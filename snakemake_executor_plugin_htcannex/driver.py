@@ -34,7 +34,6 @@ The restart policy, in HTCondor's terms:
 gets what Ctrl-C gives it, cancels its jobs and exits.
 """
 import json
-import re
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +45,8 @@ from htcondor_codes import JobStatus
 
 from .description import quote_new_syntax
 from .paths import driver_dir
-from .secrets import contains_secret, is_secret_name, redact
+from .secrets import is_secret_name, redact
+from .submit_values import SubmitValueError, ValueChecker
 from .tracking import PHASE_WORDS, EventLogTracker, JobPhase
 
 EVENT_LOG = "events.log"
@@ -59,7 +59,6 @@ DEFAULT_MAX_STARTS = 10
 # Seconds between the remove signal (SIGINT: Snakemake cancels its jobs) and SIGKILL.
 CANCEL_GRACE_S = 60
 NOTIFICATIONS = ("never", "error", "complete", "always")
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 QUEUED = f"JobStatus =!= {int(JobStatus.REMOVED)} && JobStatus =!= {int(JobStatus.COMPLETED)}"
 
 
@@ -91,16 +90,12 @@ def read_record(workdir: Path) -> Optional[dict]:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _submit_text(argument: str) -> str:
-    """One Snakemake argument as submit-language text, or a DriverError saying why it cannot be."""
-    if CONTROL_CHARACTERS.search(argument):
-        raise DriverError(f"argument {argument!r}: a newline or other control character cannot go into a "
-                          "submit description")
-    if contains_secret(argument):
-        raise DriverError("an argument holds a secret (a token or password): the driver's arguments are kept "
-                          "in its job ad, readable by others; give Snakemake a token file instead")
-    # The submit language expands $(...) macros: $(DOLLAR) keeps a `$` literal.
-    return argument.replace("$", "$(DOLLAR)")
+def _submit_text(field: str, value: str) -> str:
+    """A value as submit-language text (submit_values.ValueChecker), or a DriverError saying why not."""
+    try:
+        return ValueChecker("driver").text(field, value)
+    except SubmitValueError as error:
+        raise DriverError(redact(f"{field} {value!r}: {error.why}")) from error
 
 
 def environment_matchlist(environment: dict) -> tuple[str, list[str]]:
@@ -121,26 +116,26 @@ def submit_description(*, python: str, iwd: Path, workdir: Path, snakemake_args:
     files = driver_dir(workdir)
     getenv, withheld = environment_matchlist(environment)
     arguments = ["-m", "snakemake_executor_plugin_htcannex.driver_job", "--job", "$(ClusterId).$(ProcId)",
-                 "--workdir", _submit_text(str(workdir)), "--max-starts", str(int(max_starts)), "--",
-                 *(_submit_text(argument) for argument in snakemake_args)]
+                 "--workdir", _submit_text("working directory", str(workdir)), "--max-starts", str(int(max_starts)),
+                 "--", *(_submit_text("argument", argument) for argument in snakemake_args)]
     commands = {
         "universe": "local",
         "executable": python,
         "arguments": quote_new_syntax(arguments),
-        "initialdir": _submit_text(str(iwd)),
-        "log": _submit_text(str(files / EVENT_LOG)),
-        "output": _submit_text(str(files / STDOUT)),
-        "error": _submit_text(str(files / STDERR)),
+        "initialdir": _submit_text("directory", str(iwd)),
+        "log": _submit_text("working directory", str(files / EVENT_LOG)),
+        "output": _submit_text("working directory", str(files / STDOUT)),
+        "error": _submit_text("working directory", str(files / STDERR)),
         "getenv": getenv,
         "on_exit_remove": "ExitBySignal =!= true",
         "remove_kill_sig": signal.Signals.SIGINT.name,
         "job_max_vacate_time": str(CANCEL_GRACE_S),
         "notification": notification,
-        "batch_name": _submit_text(f"htcannex-driver-{workdir.name}"),
-        f"MY.{DRIVER_ATTRIBUTE}": classad2.quote(_submit_text(str(workdir))),
+        "batch_name": _submit_text("working directory", f"htcannex-driver-{workdir.name}"),
+        f"MY.{DRIVER_ATTRIBUTE}": classad2.quote(_submit_text("working directory", str(workdir))),
     }
     if notify_user:
-        commands["notify_user"] = _submit_text(notify_user)
+        commands["notify_user"] = _submit_text("--notify-user", notify_user)
     return htcondor2.Submit(commands), withheld
 
 

@@ -10,11 +10,11 @@ from htcondor_codes import JobStatus
 from htcannex_pool import DEFAULT_SPOOL
 
 from .. import paths
+from ..catalogue import HtcannexConfigError, load_catalogue
 from ..driver import (DEFAULT_MAX_STARTS, NOTIFICATIONS, STDERR, DriverError, drivers_in_queue,
                       submit_description, write_record)
 from ..schedd import DEFAULT, EMBEDDED, ScheddNotFound, connect
 from ..secrets import withheld_warning
-from ..catalogue import HtcannexConfigError, load_catalogue
 from .why import UsageError, reporting_usage_errors
 
 SNAKEMAKE_LOCKS = Path(".snakemake") / "locks"

@@ -174,3 +174,6 @@ def test_submit_refuses_arguments_snakemake_refuses_and_a_dry_run(workdir, user_
     assert "run them with snakemake directly" in submit(workdir, user_env, "-n").stderr
     # A restart reruns Snakemake with the same arguments: forcing would redo finished work each time.
     assert "would redo, after every restart" in submit(workdir, user_env, "--forceall", "run0-chunk0.txt").stderr
+    # The driver's arguments are kept in its job ad: no secret goes there.
+    secret = submit(workdir, user_env, "run0-chunk0.txt", "--config", "API_TOKEN=abcdefgh12345")
+    assert secret.returncode == 2 and "holds a secret" in secret.stderr and "abcdefgh12345" not in secret.stderr
