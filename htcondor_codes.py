@@ -1,5 +1,6 @@
-"""HTCondor's numbers for a job's status and for why it is held: plain values, shared by the plugin
-and the embedded pool (which writes them as a real schedd does).
+"""HTCondor's numbers for a job's status and for why it is held, and the START expression of an
+annex's slots: plain values, shared by the plugin and the embedded pool (which writes and applies
+them as a real pool does).
 
 Sources (HTCondor 25.x manual, docs/codes-other-values/ in the source tree):
 - JobStatus: job-status-codes.rst; htcondor2 already has the enum, so it is used as is.
@@ -12,7 +13,7 @@ import enum
 
 from htcondor2 import JobStatus
 
-__all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word"]
+__all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start"]
 
 
 class HoldCode(enum.IntEnum):
@@ -43,3 +44,10 @@ def status_word(status) -> str:
         return JobStatus(status).name.lower().replace("_", " ")
     except ValueError:
         return str(status)
+
+
+def annex_start(owner: str) -> str:
+    """The START of an annex's slots: only jobs that name the annex (MY.TargetAnnexName) and belong
+    to its owner. HTCondor's annex pilot configures it (src/condor_scripts/annex/spark.sh and the
+    other site scripts); the plugin judges jobs against it, the embedded pool's annexes apply it."""
+    return f'(MY.AnnexName =?= TARGET.TargetAnnexName) && (TARGET.Owner == "{owner}")'

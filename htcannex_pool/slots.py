@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass, field
 
 import classad2
+from htcondor_codes import annex_start
 
 from .jobads import MACHINE_ARCH
 
-ANNEX_START = '(MY.AnnexName =?= TARGET.TargetAnnexName) && (TARGET.Owner == "{owner}")'
 ORDINARY_START = "(TARGET.TargetAnnexName is undefined)"
 
 
@@ -94,7 +94,7 @@ class Annex:
             Slot(_slot_ad(name=f"slot1@{spec['name']}-host{node}", machine=f"{spec['name']}-host{node}",
                           cpus=spec["cpus"], memory_mb=spec["memory_mb"], gpus=spec["gpus"],
                           gpu_memory_mb=spec["gpu_memory_mb"], gpu_capability=spec["gpu_capability"],
-                          start=ANNEX_START.format(owner=spec["owner"]), disk_kib=disk_kib,
+                          start=annex_start(spec["owner"]), disk_kib=disk_kib,
                           extra={"AnnexName": spec["name"], "IsAnnex": True,
                                  "AnnexLifetimeEnd": int(self.ends_at())}))
             for node in range(1, spec["nodes"] + 1)]

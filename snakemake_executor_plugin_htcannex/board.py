@@ -38,9 +38,9 @@ import htcondor2
 from . import paths
 from .driver import DriverSource, DriverStatus
 from .driver import render as render_driver
-from .rotation import _natural as natural_run_order
+from .rotation import run_order_key
 from .secrets import redact
-from .tracking import PHASE_WORDS, EventLogTracker, JobPhase, JobRecord
+from .tracking import PHASE_WORDS, EventLogTracker, JobPhase
 
 AD_PROJECTION = ["ClusterId", "ProcId", "HtcannexRule", "HtcannexWildcards", "HtcannexSite", "HtcannexAttempt",
                  "TargetAnnexName"]
@@ -256,4 +256,4 @@ def _chunk_number(chunk) -> Optional[int]:
 
 def _run_order(run: Optional[str]) -> tuple:
     # The rotation's plan order (2 before 10), jobs of rules without a run last.
-    return (1,) if run is None else (0, *natural_run_order(run))
+    return (1,) if run is None else (0, *run_order_key(run))

@@ -3,6 +3,7 @@
 Each noun lives in its own module under `commands/` and exposes
 `register(subparsers)`, which adds its parser and sets `func` to the callable
 that runs it (returning an exit status). New nouns need no change here.
+Modules named `_*` there are the nouns' shared helpers, not nouns.
 """
 import argparse
 import importlib
@@ -19,6 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     nouns = parser.add_subparsers(dest="noun", metavar="NOUN", required=True)
     for module_info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if module_info.name.startswith("_"):
+            continue
         module = importlib.import_module(f"{commands.__name__}.{module_info.name}")
         module.register(nouns)
     return parser

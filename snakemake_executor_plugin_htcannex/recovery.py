@@ -21,13 +21,12 @@
   script that wrote its code to the marker file (paths.CHECKPOINT_EXIT_MARKER, named to the
   job by $HTCANNEX_CHECKPOINT_EXIT_MARKER) makes the job exit with it.
 """
-import json
 from typing import Callable, Iterable, Optional
 
 import classad2
 from htcondor_codes import JobStatus
 
-from .diagnose import analyse_slot, catalogue_slot_ad, live_slots
+from .matching import analyse_slot, catalogue_slot_ad, live_slots
 from .paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
 from .rotation import Rotation
 from .site import ResourceRequest, Site
@@ -155,9 +154,3 @@ def retarget(schedd, job: str, site: Site) -> None:
     """Point a queued job at `site`'s annex (it keeps its id, its checkpoint and its place in the queue)."""
     schedd.edit(job, "TargetAnnexName", classad2.quote(site.annex_name))
     schedd.edit(job, "HtcannexSite", classad2.quote(site.name))
-
-
-def wildcards_of_ad(ad: classad2.ClassAd) -> dict:
-    """The job's wildcards, as description.py recorded them (empty for jobs without)."""
-    text = ad.get("HtcannexWildcards")
-    return json.loads(text) if isinstance(text, str) else {}

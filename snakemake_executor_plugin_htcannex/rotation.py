@@ -147,7 +147,7 @@ def render_plan(rotation: Rotation, placements: Iterable[Placement]) -> str:
         rule_policy = rotation.policy_for(rule)
         header = [f"{rotation.run_wildcard} \\ {rotation.chunk_wildcard}", *map(str, chunks)]
         rows = [header] + [
-            [run, *(runs[run].get(chunk, "-") for chunk in chunks)] for run in sorted(runs, key=_natural)
+            [run, *(runs[run].get(chunk, "-") for chunk in chunks)] for run in sorted(runs, key=run_order_key)
         ]
         widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
         lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
@@ -165,6 +165,6 @@ def plan_report(rotation: Rotation, jobs: Iterable[tuple[str, Mapping[str, objec
     return "htcannex plan (run x chunk -> site):\n" + render_plan(rotation, placements)
 
 
-def _natural(run: str) -> tuple[int, int, str]:
-    # Numbered runs in numeric order (2 before 10), named runs after them.
+def run_order_key(run: str) -> tuple[int, int, str]:
+    """Sort key of run ids: numbered runs in numeric order (2 before 10), named runs after them."""
     return (0, int(run), "") if run.isdecimal() else (1, 0, run)

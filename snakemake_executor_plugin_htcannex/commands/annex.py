@@ -11,19 +11,7 @@ from snakemake_interface_common.exceptions import WorkflowError
 from .. import paths
 from ..rotation import RotationError, render_plan
 from ..catalogue import HtcannexConfigError, load_catalogue
-
-
-def catalogue_path(args) -> Path:
-    """The htcannex.yaml named by --htcannex-config, or the one in --profile's directory."""
-    if args.htcannex_config:
-        return Path(args.htcannex_config)
-    from snakemake.cli import get_profile_dir  # resolves NAME as `snakemake --profile NAME` does
-
-    found = get_profile_dir(args.profile)
-    if found is None:
-        raise HtcannexConfigError(args.profile, "--profile", "no such Snakemake profile",
-                                  "run `htcannex profiles install`, or give a profile directory")
-    return found[0] / "htcannex.yaml"
+from ._common import add_pool_location_options, add_profile_options, catalogue_path
 
 
 def needed_jobs(snakefile: Path, workdir: Path) -> list[tuple[str, dict]]:
@@ -84,15 +72,12 @@ def register(nouns) -> None:
         ("create", create, "create one site's annex now, within the profile's guards"),
     ):
         verb = verbs.add_parser(name, help=help_text)
-        source = verb.add_mutually_exclusive_group(required=True)
-        source.add_argument("--profile", help="Snakemake profile name or directory holding htcannex.yaml")
-        source.add_argument("--htcannex-config", metavar="FILE", help="the htcannex.yaml to use")
+        add_profile_options(verb, required=True)
         verb.set_defaults(func=_reporting_errors(func))
     verbs.choices["plan"].add_argument("-s", "--snakefile", default="Snakefile", help="default: %(default)s")
     create_parser = verbs.choices["create"]
     create_parser.add_argument("site", help="a site of htcannex.yaml")
-    create_parser.add_argument("--schedd", help="pool to use instead of htcannex.yaml's `pool:`")
-    create_parser.add_argument("--pool-dir", help="embedded pool spool (default: $HTCANNEX_POOL_DIR or ./.htcannex/pool)")
+    add_pool_location_options(create_parser)
 
 
 def _reporting_errors(func):

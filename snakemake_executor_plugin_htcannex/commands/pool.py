@@ -3,6 +3,8 @@ import json
 
 from htcannex_pool import Pool
 
+from ._common import POOL_DIR_HELP
+
 
 def _pool(args) -> Pool:
     return Pool(args.spool, idle_exit_s=args.idle_exit)
@@ -36,7 +38,7 @@ def register(subparsers) -> None:
                                   ("status", _status, "print the daemon's state as JSON (exit 3 if down)")):
         verb = verbs.add_parser(name, help=help_text)
         verb.add_argument("--spool", default=None,
-                          help="spool directory (default: $HTCANNEX_POOL_DIR or ./.htcannex/pool)")
+                          help=POOL_DIR_HELP)
         verb.add_argument("--idle-exit", type=float, default=1800.0,
                           help="seconds without jobs or requests after which the daemon exits")
         verb.set_defaults(func=func)

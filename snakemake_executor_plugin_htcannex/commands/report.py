@@ -13,7 +13,7 @@ from ..report import build_report
 from ..report.advice import DEFAULT_HEADROOM, DEFAULT_THRESHOLD
 from ..report.records import EventLogError, check_readable, count_events
 from .status import epochs_per_job_from_config
-from .why import UsageError, add_pool_options, open_catalogue_and_pool, reporting_usage_errors
+from ._common import UsageError, add_pool_options, open_catalogue_and_pool, reporting_usage_errors
 
 AD_PROJECTION = ["ClusterId", "ProcId", "QDate", "HtcannexRule", "HtcannexWildcards", "HtcannexSite",
                  "HtcannexAttempt", "TargetAnnexName", "RequestCpus", "RequestMemory", "RequestDisk", "RequestGPUs"]

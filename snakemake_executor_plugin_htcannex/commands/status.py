@@ -6,7 +6,7 @@ import yaml
 
 from .. import paths
 from ..board import BoardSource, render
-from .why import UsageError, add_pool_options, open_catalogue_and_pool, reporting_usage_errors
+from ._common import UsageError, add_pool_options, open_catalogue_and_pool, reporting_usage_errors
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 

@@ -15,7 +15,7 @@ from htcondor_codes import JobStatus
 from ..driver import CANCEL_GRACE_S, drivers_in_queue, read_record, run_jobs_constraint
 from ..driver_job import other_snakemake
 from ..schedd import EMBEDDED, ScheddNotFound, connect
-from .why import UsageError, reporting_usage_errors
+from ._common import UsageError, reporting_usage_errors
 
 REASON = "htcannex stop"
 

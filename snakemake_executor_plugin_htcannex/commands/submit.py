@@ -15,7 +15,7 @@ from ..driver import (DEFAULT_MAX_STARTS, NOTIFICATIONS, STDERR, DriverError, dr
                       submit_description, write_record)
 from ..schedd import DEFAULT, EMBEDDED, ScheddNotFound, connect
 from ..secrets import withheld_warning
-from .why import UsageError, reporting_usage_errors
+from ._common import UsageError, reporting_usage_errors
 
 SNAKEMAKE_LOCKS = Path(".snakemake") / "locks"
 

@@ -1,52 +1,12 @@
-"""`htcannex why JOB`: why a job is idle or held, in plain words (see diagnose.py).
-
-Also holds what `why` and `status` share: the options that name the profile and the
-pool, and opening them.
-"""
+"""`htcannex why JOB`: why a job is idle or held, in plain words (see diagnose.py)."""
 import re
 import sys
-from pathlib import Path
 
 from ..diagnose import diagnose
-from ..schedd import EMBEDDED, connect
 from ..secrets import redact
-from ..catalogue import HtcannexConfigError, load_catalogue
-from .annex import catalogue_path
+from ._common import UsageError, add_pool_options, open_catalogue_and_pool, reporting_usage_errors
 
 JOB_ID = re.compile(r"(\d+)\.(\d+)")
-
-
-class UsageError(Exception):
-    """A mistake in the command line or the files it names; the message says which."""
-
-
-def add_pool_options(parser) -> None:
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--profile", help="Snakemake profile name or directory holding htcannex.yaml")
-    source.add_argument("--htcannex-config", metavar="FILE", help="the htcannex.yaml to use")
-    parser.add_argument("--schedd", help="pool to ask instead of htcannex.yaml's `pool:` (default: local)")
-    parser.add_argument("--pool-dir", help="embedded pool spool (default: $HTCANNEX_POOL_DIR or ./.htcannex/pool)")
-
-
-def open_catalogue_and_pool(args):
-    """(the catalogue or None when no profile is named, the connection to its pool)."""
-    try:
-        catalogue = load_catalogue(catalogue_path(args)) if args.profile or args.htcannex_config else None
-    except HtcannexConfigError as error:
-        raise UsageError(str(error)) from error
-    target = args.schedd or (catalogue.pool if catalogue else EMBEDDED)
-    return catalogue, connect(target, Path(args.pool_dir) if args.pool_dir else None)
-
-
-def reporting_usage_errors(noun: str, func):
-    """`func`, printing a UsageError as `htcannex NOUN: message` with exit status 2."""
-    def run(args) -> int:
-        try:
-            return func(args)
-        except UsageError as error:
-            print(f"htcannex {noun}: {error}", file=sys.stderr)
-            return 2
-    return run
 
 
 def why(args) -> int:

@@ -9,10 +9,11 @@ import classad2
 import htcondor2
 import pytest
 
-from snakemake_executor_plugin_htcannex.diagnose import (
-    analyse_slot, catalogue_slot_ad, evaluate_clauses, explain_hold, render_analysis, split_conjunction,
-)
 from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.diagnose import explain_hold, render_analysis
+from snakemake_executor_plugin_htcannex.matching import (
+    analyse_slot, catalogue_slot_ad, evaluate_clauses, split_conjunction,
+)
 
 CATALOGUE = Path(__file__).parent / "workflows" / "faults" / "htcannex.yaml"
 HTCANNEX = Path(sys.executable).parent / "htcannex"

@@ -1,0 +1,63 @@
+"""What the `htcannex` verbs share: the options that name the profile and the pool, opening them,
+and reporting a usage error as `htcannex NOUN: message` with exit status 2."""
+import sys
+from pathlib import Path
+
+from ..catalogue import HtcannexConfigError, load_catalogue
+from ..schedd import EMBEDDED, connect
+
+POOL_DIR_HELP = "embedded pool spool (default: $HTCANNEX_POOL_DIR or ./.htcannex/pool)"
+
+
+class UsageError(Exception):
+    """A mistake in the command line or the files it names; the message says which."""
+
+
+def add_profile_options(parser, *, required: bool = False) -> None:
+    source = parser.add_mutually_exclusive_group(required=required)
+    source.add_argument("--profile", help="Snakemake profile name or directory holding htcannex.yaml")
+    source.add_argument("--htcannex-config", metavar="FILE", help="the htcannex.yaml to use")
+
+
+def add_pool_location_options(parser) -> None:
+    parser.add_argument("--schedd", help="pool to ask instead of htcannex.yaml's `pool:` (default: local)")
+    parser.add_argument("--pool-dir", help=POOL_DIR_HELP)
+
+
+def add_pool_options(parser) -> None:
+    add_profile_options(parser)
+    add_pool_location_options(parser)
+
+
+def catalogue_path(args) -> Path:
+    """The htcannex.yaml named by --htcannex-config, or the one in --profile's directory."""
+    if args.htcannex_config:
+        return Path(args.htcannex_config)
+    from snakemake.cli import get_profile_dir  # resolves NAME as `snakemake --profile NAME` does
+
+    found = get_profile_dir(args.profile)
+    if found is None:
+        raise HtcannexConfigError(args.profile, "--profile", "no such Snakemake profile",
+                                  "run `htcannex profiles install`, or give a profile directory")
+    return found[0] / "htcannex.yaml"
+
+
+def open_catalogue_and_pool(args):
+    """(the catalogue or None when no profile is named, the connection to its pool)."""
+    try:
+        catalogue = load_catalogue(catalogue_path(args)) if args.profile or args.htcannex_config else None
+    except HtcannexConfigError as error:
+        raise UsageError(str(error)) from error
+    target = args.schedd or (catalogue.pool if catalogue else EMBEDDED)
+    return catalogue, connect(target, Path(args.pool_dir) if args.pool_dir else None)
+
+
+def reporting_usage_errors(noun: str, func):
+    """`func`, printing a UsageError as `htcannex NOUN: message` with exit status 2."""
+    def run(args) -> int:
+        try:
+            return func(args)
+        except UsageError as error:
+            print(f"htcannex {noun}: {error}", file=sys.stderr)
+            return 2
+    return run
