@@ -75,9 +75,18 @@ def _write(path: Path, content: str) -> None:
         raise UsageError(f"cannot write {path}: {error.strerror}") from error
 
 
-def _fraction(text: str) -> float:
+def fraction(text: str) -> float:
+    """A number from 0 to 1 (argparse names this function in its error)."""
     value = float(text)
-    if not 0 <= value <= 10:
+    if not 0 <= value <= 1:
+        raise ValueError(text)
+    return value
+
+
+def share(text: str) -> float:
+    """A number of 0 or more: 0.2 is 20 % more (argparse names this function in its error)."""
+    value = float(text)
+    if value < 0:
         raise ValueError(text)
     return value
 
@@ -93,9 +102,9 @@ def register(nouns) -> None:
     parser.add_argument("--html", metavar="FILE", help="write an HTML report with figures")
     parser.add_argument("--figures", metavar="DIR", help="write the figures as PNG files (sites, timeline, "
                                                          "requests) into DIR")
-    parser.add_argument("--headroom", type=_fraction, default=DEFAULT_HEADROOM,
+    parser.add_argument("--headroom", type=share, default=DEFAULT_HEADROOM,
                         help=f"suggested request = peak x (1 + HEADROOM) (default: {DEFAULT_HEADROOM})")
-    parser.add_argument("--threshold", type=_fraction, default=DEFAULT_THRESHOLD,
+    parser.add_argument("--threshold", type=fraction, default=DEFAULT_THRESHOLD,
                         help=f"flag a request whose peak use is below this fraction of it "
                              f"(default: {DEFAULT_THRESHOLD})")
     parser.add_argument("--epochs-per-job", type=int,

@@ -90,3 +90,10 @@ def test_default_log_is_the_run_directorys(tmp_path, capsys):
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def test_threshold_outside_zero_to_one_is_refused(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["report", str(LOGS / "quickstart.log"), "--threshold", "80"])
+    assert exit_.value.code == 2
+    assert "argument --threshold: invalid fraction value: '80'" in capsys.readouterr().err
