@@ -15,8 +15,9 @@ JICLocalSchedd), and what is not:
   false requeues the job (an evicted event "terminated and was requeued") and it
   starts again;
 - removal (condor_rm): the job gets its `RemoveKillSig` (default SIGTERM); it is
-  killed once `JobMaxVacateTime` has passed; it leaves the queue (aborted
-  event) when its process has exited;
+  killed once `JobMaxVacateTime` has passed; when its process has exited it
+  leaves the queue: an evicted event (the local starter logs a removal so) and
+  the schedd's aborted event;
 - memory is not enforced (LOCAL_UNIVERSE_CGROUP_ENFORCEMENT defaults to false);
 - a schedd restart (the pool daemon stopping) kills the job and it is evicted;
   the next start marks it idle and runs it again (mark_jobs_idle: a local job

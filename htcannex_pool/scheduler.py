@@ -511,10 +511,11 @@ class Scheduler:
         for attribute in ("PoolProcessId", "PoolProcessCreateTime"):
             if attribute in ad:
                 del ad[attribute]
+        log = UserLog(ad)
         if ad["JobStatus"] == JobStatus.REMOVED:
+            log.evicted()  # the local starter logs an eviction for a removed job, then the schedd the abort
             self._finish_removal(ad)
             return
-        log = UserLog(ad)
         if not local_universe.removed_on_exit(ad, returncode):
             log.requeued_after_exit(ad.get("ExitCode"), signal=ad.get("ExitSignal") if returncode < 0 else None)
             self._set_status(ad, JobStatus.IDLE)
