@@ -37,7 +37,7 @@ def in_job_args(job: JobExecutorInterface, workflow) -> str:
     for name in sorted(job.rules):
         rule_input = workflow.get_rule(name).input
         positions = [str(index) for index in range(len(rule_input))]
-        names = sorted(rule_input._names)  # keyword items (Namedlist keeps them only there)
+        names = sorted(rule_input.keys())  # the keyword items
         if positions or names:
             items.append(f"{name}={','.join(positions + names)}")
     return format_cli_arg("--consider-ancient", items, skip=not items)
