@@ -134,22 +134,26 @@ class _HtcannexDriver:
     """htcannex's Executor with only what check_active_jobs uses (no Snakemake workflow)."""
 
     def __init__(self, log: Path, schedd: CountingSchedd):
-        from snakemake_executor_plugin_htcannex.executor import Executor, _Runtime
+        from snakemake_executor_plugin_htcannex.executor import Executor
+        from snakemake_executor_plugin_htcannex.runtime import Runtime
         from snakemake_executor_plugin_htcannex.schedd import Connection
         from snakemake_executor_plugin_htcannex.tracking import EventLogTracker, HoldPolicy
 
         self.schedd = schedd
         self.executor = Executor.__new__(Executor)
-        self.executor._runtime = _Runtime(
-            config=None, connection=Connection(schedd, collector=None), tracker=EventLogTracker(log),
-            annexes=None, hold_policy=HoldPolicy(), submit_options=None, idle_timeout_s=3600,
+        self.executor._runtime = Runtime(
+            config=None, connection=Connection(schedd, collector=None, annex_backend=None),
+            tracker=EventLogTracker(log), annexes=None, hold_policy=HoldPolicy(), submit_options=None,
+            idle_timeout_s=3600, direct_shell=False,
         )
         self.executor.status_rate_limiter = _rate_limiter()
         self.executor.logger = logging.getLogger("bench")
 
     def active_jobs(self, job_ids: list[str]) -> list:
+        from snakemake_executor_plugin_htcannex.executor import TrackedJob
+
         return [SubmittedJobInfo(SimpleNamespace(name="noop", jobid=i), external_jobid=job_id,
-                                 aux={"site": None, "held_for_annex": False})
+                                 aux={"htcannex": TrackedJob(spec=None, site=None, held_for_annex=False, stderr=None)})
                 for i, job_id in enumerate(job_ids)]
 
     def poll(self, active: list) -> tuple[Counter, float, int]:

@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Protocol
 
 import htcondor2
 
@@ -103,6 +103,15 @@ def check_guards(guards: AnnexGuards, requests: list[LedgerEntry], site: Site, n
             f"{wanted:g} more core-hours would exceed core_hour_budget="
             f"{guards.core_hour_budget:g} ({spent:g} spent so far)"
         )
+
+
+class AnnexBackend(Protocol):
+    """How annexes are created where the jobs go (schedd.Connection.annex_backend)."""
+
+    def describe(self, site: Site) -> str:
+        """The command that creates `site`'s annex, for the user to read (or run by hand)."""
+
+    def create(self, site: Site) -> None: ...
 
 
 class HtcondorCliBackend:

@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import os
 import re
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -22,47 +21,54 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
-from . import direct_shell, one_step, osdf_transfer, paths, recovery, secrets
-from . import schedd as schedd_seam
-from .annex import AnnexLedger, AnnexManager, AnnexState, EmbeddedBackend, HtcondorCliBackend
-from .catalogue import Catalogue, HtcannexConfigError, load_catalogue
-from .description import JobSpec, SubmitOptions, build_submit, job_signature, resource_request, transfer_root
+from . import direct_shell, one_step, recovery, secrets
+from .annex import AnnexState
+from .description import JobSpec, build_submit, job_signature, resource_request
 from .holds import Hold, memory_for_retry
+from .job_spec import job_spec, products, wildcards_of, with_memory
 from .rotation import RotationError, plan_report
-from .site import SiteRefusal
+from .runtime import EXECUTE_POINT_PATH, Runtime
+from .site import Site, SiteRefusal
 from .submit_values import SubmitValueError
-from .tracking import EventLogTracker, HoldPolicy, JobPhase, JobRecord
-from .units import UnitError, parse_duration_s
+from .tracking import JobPhase, JobRecord
 
 STDERR_TAIL_LINES = 20
 NEWS_CHECK_S = 0.01  # how often the status thread looks whether the event log grew
 # How long after a submit a missing event log means HTCondor cannot write it (then the schedd is asked).
 NO_EVENT_LOG_GRACE_S = 10.0
-# HTCondor starts jobs with no PATH; the spawned Snakemake (its ILP scheduler
-# included) and the rules' shell commands need one.
-EXECUTE_POINT_PATH = "/usr/local/bin:/usr/bin:/bin"
-# A job runs a whole Snakemake process (~150 MB resident) besides the rule's
-# command, and HTCondor enforces request_memory on both together: a rule's
-# mem_mb gets this much on top, and a job without mem_mb/disk_mb gets
-# Snakemake's own "full" defaults instead of the pool's (128 MB on many pools).
-SPAWNED_SNAKEMAKE_MB = 256
 COMMAND_NOT_FOUND = 127  # a POSIX shell's exit status for a command it cannot find
 MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
-SPAWNED_SNAKEMAKE_DEFAULTS = {"mem_mb": 1000, "disk_mb": 1000}
+
+
+@dataclasses.dataclass
+class TrackedJob:
+    """What the executor keeps about one submitted job between status checks."""
+
+    spec: JobSpec
+    site: Optional[Site]  # where the rotation sent it (None: any slot)
+    held_for_annex: bool  # submitted held until its annex is up
+    stderr: Optional[str]  # its stderr file, relative to the submit directory
+    waiting_since: float = dataclasses.field(default_factory=time.time)  # submitted, released or moved
+    idle_since: Optional[float] = None  # when an annex job was last seen idle (looked at once per idle timeout)
+    tried: set[str] = dataclasses.field(default_factory=set)  # sites it was moved away from
+
+
+def _tracked(job_info: SubmittedJobInfo) -> TrackedJob:
+    return job_info.aux["htcannex"]
 
 
 class Executor(RemoteExecutor):
     def __init__(self, workflow, logger):
         # RemoteExecutor.__init__ starts the status thread before __post_init__,
         # and that thread calls check_active_jobs at once: it must find this.
-        self._runtime: Optional[_Runtime] = None
+        self._runtime: Optional[Runtime] = None
         # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold
         self._memory_floor: dict[str, int] = {}
         self._warned_no_event_log = False
         super().__init__(workflow, logger)
 
     def __post_init__(self):
-        self._runtime = _Runtime.open(self.workflow.executor_settings, self.workflow)
+        self._runtime = Runtime.open(self.workflow.executor_settings, self.workflow)
         self._left_in_queue = recovery.QueuedJobs(self._runtime.connection.schedd)
         self._finished_while_down = recovery.FinishedJobs(self._runtime.connection.schedd, self._marked_job_ids)
         if self._runtime.withheld_secrets:
@@ -73,7 +79,7 @@ class Executor(RemoteExecutor):
 
     def get_python_executable(self):
         # The embedded pool's execute points are this machine: use this Python.
-        if self._runtime is not None and self._runtime.connection.pool is not None:
+        if self._runtime is not None and self._runtime.connection.embedded:
             return sys.executable
         return super().get_python_executable()
 
@@ -94,7 +100,7 @@ class Executor(RemoteExecutor):
         if self._adopt(job, spec):
             return
         try:
-            placement = runtime.config.rotation.place(job.name, _wildcards_of(job), job.attempt)
+            placement = runtime.config.rotation.place(job.name, wildcards_of(job), job.attempt)
         except RotationError as error:
             raise WorkflowError(str(error)) from error
         site = runtime.config.sites[placement.site] if placement.site else None
@@ -124,13 +130,7 @@ class Executor(RemoteExecutor):
                spec: JobSpec) -> None:
         self.report_job_submission(SubmittedJobInfo(
             job, external_jobid=job_id,
-            aux={
-                "site": site,
-                "held_for_annex": held_for_annex,
-                "waiting_since": time.time(),
-                "stderr": stderr,  # relative to the submit directory, here
-                "spec": spec,
-            },
+            aux={"htcannex": TrackedJob(spec, site, held_for_annex, stderr)},
         ))
 
     def _adopt(self, job: JobExecutorInterface, spec: JobSpec) -> bool:
@@ -158,7 +158,7 @@ class Executor(RemoteExecutor):
         # dag.incomplete_external_jobid reads; that one says None under --rerun-incomplete, the
         # only way Snakemake runs a job whose outputs are marked incomplete).
         ad = self._finished_while_down.completed(self.workflow.persistence.external_jobids(job), signature)
-        if ad is None or not all(os.path.exists(product) for product in _products(job) if not product.is_storage):
+        if ad is None or not all(os.path.exists(product) for product in products(job) if not product.is_storage):
             return False
         # Its storage (osdf://) outputs went up before it completed: a failed upload holds the job.
         self.logger.info(f"Adopted HTCondor job {recovery.job_id(ad)} for job {job.jobid}: it completed (exit code 0) "
@@ -217,8 +217,8 @@ class Executor(RemoteExecutor):
     def _still_active(self, job_info: SubmittedJobInfo) -> bool:
         """Act on what the event log says about one job; False once it is reported."""
         runtime = self._runtime
-        aux = job_info.aux
-        if aux["held_for_annex"]:
+        tracked = _tracked(job_info)
+        if tracked.held_for_annex:
             return self._wait_for_annex(job_info)
         record = runtime.tracker.jobs.get(job_info.external_jobid) or self._held_without_event_log(job_info)
         if record is None or record.phase is JobPhase.RUNNING:
@@ -247,21 +247,21 @@ class Executor(RemoteExecutor):
                 return True
             self._remove(record.job_id, "held: " + secrets.redact(record.hold_reason or ""))
             if record.hold.needs_more_memory:
-                message += self._more_memory_next_time(aux["spec"])
+                message += self._more_memory_next_time(tracked.spec)
             self.report_job_error(job_info, msg=message + " ")
             return False
         # Idle: released, or evicted when its annex expired. An annex job idle too
         # long is looked at (once per idle timeout): with its annex gone, or no slot
         # there that can run it, it waits for nothing and is moved.
-        site = aux["site"]
+        site = tracked.site
         if site is None or site.kind != "annex":
             return True
         now = time.time()
-        if aux.get("idle_since") is None:
-            aux["idle_since"] = now
-        if now - aux["idle_since"] <= runtime.idle_timeout_s:
+        if tracked.idle_since is None:
+            tracked.idle_since = now
+        if now - tracked.idle_since <= runtime.idle_timeout_s:
             return True
-        aux["idle_since"] = now
+        tracked.idle_since = now
         ads = runtime.connection.schedd.query(_job_constraint(job_info.external_jobid), projection=[])
         stuck = ads and recovery.stuck_on_annex(runtime.connection.collector, ads[0], site.annex_name)
         return self._move_or_fail(job_info, stuck, ads[0]) if stuck else True
@@ -272,7 +272,7 @@ class Executor(RemoteExecutor):
         the job's outputs are held 12/13 (holds.py): asked of the schedd, so the run does not wait
         forever on a log that will never come."""
         tracker = self._runtime.tracker
-        if tracker.path.exists() or time.time() - job_info.aux["waiting_since"] < NO_EVENT_LOG_GRACE_S:
+        if tracker.path.exists() or time.time() - _tracked(job_info).waiting_since < NO_EVENT_LOG_GRACE_S:
             return None
         if not self._warned_no_event_log:
             self._warned_no_event_log = True
@@ -303,30 +303,32 @@ class Executor(RemoteExecutor):
 
     def _wait_for_annex(self, job_info: SubmittedJobInfo) -> bool:
         runtime = self._runtime
-        site = job_info.aux["site"]
+        tracked = _tracked(job_info)
+        site = tracked.site
         status = runtime.annexes.ensure(site)  # also retries a request a guard once refused
         if status.state is AnnexState.UP:
             runtime.connection.schedd.act(
                 htcondor2.JobAction.Release, job_info.external_jobid, reason=f"annex {site.name} is up"
             )
-            job_info.aux["held_for_annex"] = False
+            tracked.held_for_annex = False
             self.logger.info(f"Annex {site.name} is up: released HTCondor job {job_info.external_jobid}")
             return True
-        if time.time() - job_info.aux["waiting_since"] > runtime.idle_timeout_s:
+        if time.time() - tracked.waiting_since > runtime.idle_timeout_s:
             return self._move_or_fail(job_info, f"annex {site.annex_name} did not come up. {status.message}")
         return True
 
     def _move_or_fail(self, job_info: SubmittedJobInfo, why: str, job_ad=None) -> bool:
         """Send a job whose annex is not there to the next site of its rotation that can run it
         (the same job: it keeps its self-checkpoint); fail it when no site is left."""
-        runtime, aux, job = self._runtime, job_info.aux, job_info.job
+        runtime, tracked, job = self._runtime, _tracked(job_info), job_info.job
         if job_ad is None:
             ads = runtime.connection.schedd.query(_job_constraint(job_info.external_jobid), projection=[])
             job_ad = ads[0] if ads else None
-        tried = aux.setdefault("tried", {aux["site"].name})
+        tried = tracked.tried
+        tried.add(tracked.site.name)
         site = job_ad is not None and recovery.next_site(runtime.config.rotation, runtime.config.sites, job.name,
-                                                         _wildcards_of(job), job.attempt, tried, job_ad,
-                                                         resource_request(aux["spec"]))
+                                                         wildcards_of(job), job.attempt, tried, job_ad,
+                                                         resource_request(tracked.spec))
         if not site:
             return self._fail_waiting(job_info, why)
         status = runtime.annexes.ensure(site)
@@ -335,7 +337,7 @@ class Executor(RemoteExecutor):
         self.logger.warning(f"HTCondor job {job_info.external_jobid} waited over {runtime.idle_timeout_s:g} s: "
                             f"{why} Moved it to site {site.name} (annex {site.annex_name}); it keeps its "
                             f"self-checkpoint. {status.message}")
-        aux.update(site=site, waiting_since=time.time(), idle_since=None)
+        tracked.site, tracked.waiting_since, tracked.idle_since = site, time.time(), None
         return True
 
     def _fail_waiting(self, job_info: SubmittedJobInfo, why: str) -> bool:
@@ -359,50 +361,26 @@ class Executor(RemoteExecutor):
             if record.return_value is not None else record.end_reason
         )
         message = f"HTCondor job {record.job_id}{where} {what}. "
-        tail = secrets.redact(_tail(job_info.aux["stderr"]))
+        tail = secrets.redact(_tail(_tracked(job_info).stderr))
         if tail:
             message += f"Last lines of its stderr:\n{tail}\n"
         return message + _execute_side_hint(record.return_value, tail)
 
     def _job_spec(self, job: JobExecutorInterface) -> JobSpec:
-        outputs = _products(job)
-        if self._runtime.submit_options.shared_fs:
-            files = dict(inputs=list(job.input), outputs=outputs)
-        else:
-            # OSDF objects move between origin and execute point as URL transfers.
-            transfers = osdf_transfer.plan(
-                job.input, outputs,
-                sandbox_storage_prefix=str(self.workflow.storage_settings.remote_job_local_storage_prefix),
-            )
-            files = dict(inputs=transfers.inputs, outputs=transfers.outputs,
-                         output_remaps=transfers.output_remaps, environment=transfers.environment)
-        direct = direct_shell.direct_command(job) if self._runtime.direct_shell else None
+        runtime = self._runtime
+        direct = direct_shell.direct_command(job) if runtime.direct_shell else None
         # format_job_exec() is a shell command (it may `export` variables and
         # chain with &&), quoted for a shell: hand it to one, never re-quote it.
-        shell_path, command = direct or ("/bin/sh", self.format_job_exec(job))
-        resources = dict(job.resources.items())
-        resources = resources if direct else _with_room_for_snakemake(resources)
-        spec = JobSpec(
-            rule=job.name,
-            jobid=job.jobid,
-            argv=[shell_path, "-c", _in_sandbox_workdir(
-                recovery.with_checkpoint_exit(_creating_logs(command, _logs(job))),
-                self._runtime.submit_options.sandbox_workdir)],
-            wildcards=_wildcards_of(job),
-            resources=resources,
-            threads=job.threads,
-            attempt=job.attempt,
-            ships_workflow_sources=direct is None,
-            **files,
-        )
+        spec = job_spec(job, direct or ("/bin/sh", self.format_job_exec(job)), direct is None,
+                        runtime.submit_options, str(self.workflow.storage_settings.remote_job_local_storage_prefix))
         floor = self._memory_floor.get(self._signature(spec))
-        if floor is not None and resources.get("mem_mb", 0) < floor:
-            spec = dataclasses.replace(spec, resources=_with_memory(resources, floor))
+        if floor is not None and spec.resources.get("mem_mb", 0) < floor:
+            spec = dataclasses.replace(spec, resources=with_memory(spec.resources, floor))
         return spec
 
     def _print_plan(self) -> None:
         config = self._runtime.config
-        jobs = [(job.name, _wildcards_of(job)) for job in self.workflow.dag.needrun_jobs() if not job.is_group()]
+        jobs = [(job.name, wildcards_of(job)) for job in self.workflow.dag.needrun_jobs() if not job.is_group()]
         try:
             plan = plan_report(config.rotation, jobs)
         except RotationError as error:
@@ -411,54 +389,18 @@ class Executor(RemoteExecutor):
             self.logger.info(plan)
 
 
-def _wildcards_of(job: JobExecutorInterface) -> dict:
-    # A group job spans several rules and has no wildcards of its own; it is
-    # placed with policy "any" unless a profile names the group.
-    return {} if job.is_group() else dict(job.wildcards.items())
 
 
-def _members(job: JobExecutorInterface) -> list:
-    return list(job.jobs) if job.is_group() else [job]
 
 
-def _products(job: JobExecutorInterface) -> list:
-    """What must come back: outputs, logs and benchmarks, for a group of every member job (the
-    submit side checks the group's intermediate files too, not only what leaves the group)."""
-    return list(dict.fromkeys(product for member in _members(job) for product in member.products()))
 
 
-def _logs(job: JobExecutorInterface) -> list:
-    return list(dict.fromkeys(log for member in _members(job) for log in member.log))
 
 
-def _creating_logs(command: str, logs: list) -> str:
-    """`command`, then (if it succeeded) an empty file for each log it did not write.
-
-    Snakemake does not require a rule to write its log, but HTCondor holds a job
-    whose listed output files are missing, and the logs are listed so they come back.
-    """
-    if not logs:
-        return command
-    names = " ".join(shlex.quote(str(log)) for log in logs)
-    return (f'{command} && for log in {names}; do [ -e "$log" ] || '
-            f'{{ mkdir -p "$(dirname "$log")" && : > "$log"; }}; done')
 
 
-def _in_sandbox_workdir(command: str, where: str | None) -> str:
-    """`command`, run where the workdir is in the sandbox (below it when sources came from outside)."""
-    return command if where is None else f"cd {shlex.quote(where)} && {command}"
 
 
-def _with_room_for_snakemake(resources: dict) -> dict:
-    """The rule's resources, with room for the job's own Snakemake process."""
-    sized = {name.split("_")[0] for name in resources if name.startswith(("mem", "disk"))}
-    defaults = {name: value for name, value in SPAWNED_SNAKEMAKE_DEFAULTS.items() if name.split("_")[0] not in sized}
-    resources = {**defaults, **resources}
-    if "mem" in sized and isinstance(resources.get("mem_mb"), int):
-        # Snakemake gives every memory resource as mem_mb too (and mem, mem_mib): keep one.
-        resources = {name: value for name, value in resources.items() if name not in ("mem", "mem_mib")}
-        resources["mem_mb"] += SPAWNED_SNAKEMAKE_MB
-    return resources
 
 
 def _execute_side_hint(return_value: Optional[int], stderr_tail: str) -> str:
@@ -476,10 +418,6 @@ def _execute_side_hint(return_value: Optional[int], stderr_tail: str) -> str:
             "or have the site provide a `python` with it on that PATH (docs/real-access-point.md). ")
 
 
-def _with_memory(resources: dict, mem_mb: int) -> dict:
-    """`resources` asking for `mem_mb` of memory (Snakemake's other spellings of it dropped)."""
-    return {**{name: value for name, value in resources.items() if name not in ("mem", "mem_mib")},
-            "mem_mb": mem_mb}
 
 
 def _job_constraint(job_id: str) -> str:
@@ -494,88 +432,3 @@ def _tail(path: Optional[str], lines: int = STDERR_TAIL_LINES) -> str:
         return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
-
-
-@dataclasses.dataclass
-class _Runtime:
-    """Everything the executor opens once per Snakemake run."""
-
-    config: Catalogue
-    connection: schedd_seam.Connection
-    tracker: EventLogTracker
-    annexes: AnnexManager
-    hold_policy: HoldPolicy
-    submit_options: SubmitOptions
-    idle_timeout_s: float
-    direct_shell: bool
-    withheld_secrets: list[str] = dataclasses.field(default_factory=list)
-
-    @classmethod
-    def open(cls, settings, workflow) -> "_Runtime":
-        if settings.config is None:
-            raise WorkflowError(
-                "htcannex needs its profile file: set --htcannex-config PATH, or "
-                "`htcannex-config: htcannex.yaml` in the profile's config.yaml "
-                "(`htcannex profiles install` installs the local and nairr profiles)"
-            )
-        config_path = Path(settings.config).expanduser().resolve()
-        try:
-            config = load_catalogue(config_path)
-        except HtcannexConfigError as error:
-            raise WorkflowError(str(error)) from error
-        target = settings.schedd or config.pool
-        pool_dir = Path(settings.pool_dir).resolve() if settings.pool_dir else None
-        try:
-            connection = schedd_seam.connect(target, pool_dir)
-        except schedd_seam.ScheddNotFound as error:
-            raise WorkflowError(str(error)) from error
-        backend = (
-            EmbeddedBackend(connection.pool, config_path)
-            if connection.pool is not None else HtcondorCliBackend()
-        )
-        guards = config.annex
-        if settings.max_annexes is not None:
-            guards = dataclasses.replace(guards, max_annexes=settings.max_annexes)
-        annexes = AnnexManager(
-            connection.collector, backend, AnnexLedger(paths.annex_ledger(Path.cwd())),
-            guards, mode=settings.annex_mode or config.annex.mode,
-        )
-        try:
-            idle_timeout_s = (
-                parse_duration_s(settings.idle_timeout, field="--htcannex-idle-timeout")
-                if settings.idle_timeout else config.annex.idle_timeout_s
-            )
-        except UnitError as error:
-            raise WorkflowError(str(error)) from error
-        # Secrets never go into a job ad (see secrets.py); the user is told which were withheld.
-        environment, withheld = secrets.withhold({
-            # The embedded pool's execute points are this machine.
-            "PATH": os.environ["PATH"] if connection.pool is not None else EXECUTE_POINT_PATH,
-            **workflow.spawned_job_args_factory.envvars(),
-        })
-        sources = () if settings.shared_fs else sorted(workflow.dag.get_sources())
-        submit_options = SubmitOptions(
-            workdir=Path.cwd(),
-            log_path=paths.event_log(Path.cwd()),
-            shared_fs=settings.shared_fs,
-            container_image=settings.container_image,
-            extra_commands=config.submit_commands,
-            # Snakemake's --envvars and storage settings reach the job through its
-            # environment rather than an `export` in the command, so that a job's
-            # own variables (osdf_transfer's backend) can win over them.
-            environment=environment,
-            workflow_sources=sources,
-            transfer_root=None if settings.shared_fs else transfer_root(Path.cwd(), [*sources, *_local_inputs(workflow)]),
-        )
-        submit_options.logs_dir.mkdir(parents=True, exist_ok=True)
-        return cls(
-            config, connection, EventLogTracker(paths.event_log(Path.cwd())), annexes,
-            HoldPolicy(settings.hold_policy, settings.hold_releases), submit_options, idle_timeout_s,
-            not settings.snakemake_in_every_job, withheld,
-        )
-
-
-def _local_inputs(workflow) -> list[str]:
-    """The local input files of every job this run will submit (storage files travel as URLs)."""
-    return [str(path) for job in workflow.dag.needrun_jobs() for path in job.input
-            if not getattr(path, "is_storage", False)]

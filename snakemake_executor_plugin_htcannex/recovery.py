@@ -15,11 +15,6 @@
   next site of the job's rotation whose catalogue slot can run it, and
   `retarget` edits the job's TargetAnnexName through the schedd seam, so the
   same job, with its self-checkpoint (transfer_checkpoint_files), runs there.
-- A self-checkpointing job under Snakemake: the Snakemake process inside the
-  job exits 1 whatever its script exited with, so HTCondor would never see the
-  checkpoint exit code. `with_checkpoint_exit` wraps the job's command so that a
-  script that wrote its code to the marker file (paths.CHECKPOINT_EXIT_MARKER, named to the
-  job by $HTCANNEX_CHECKPOINT_EXIT_MARKER) makes the job exit with it.
 """
 from typing import Callable, Iterable, Optional
 
@@ -27,7 +22,6 @@ import classad2
 from htcondor_codes import JobStatus
 
 from .matching import analyse_slot, catalogue_slot_ad, live_slots
-from .paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
 from .rotation import Rotation
 from .site import ResourceRequest, Site
 
@@ -38,12 +32,6 @@ FINISHED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "ExitCode", "Htcannex
 PREFERENCE = {JobStatus.RUNNING: 0, JobStatus.IDLE: 1, JobStatus.HELD: 2}
 
 
-def with_checkpoint_exit(command: str) -> str:
-    """`command`, then exit with the code in the marker file if the job's script left one (the
-    marker is removed, so the restarted job starts clean), else with the command's own status."""
-    marker = CHECKPOINT_EXIT_MARKER
-    return (f"export {CHECKPOINT_EXIT_MARKER_VARIABLE}={marker}; {command}; status=$?; if [ -f {marker} ]; then code=$(cat {marker}); rm -f {marker}; "
-            f"exit $code; fi; exit $status")
 
 
 def job_id(ad: classad2.ClassAd) -> str:

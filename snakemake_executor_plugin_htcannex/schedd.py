@@ -1,14 +1,21 @@
 """The seam to HTCondor: open a schedd and a collector, real or embedded.
 
 Everything else in the plugin talks to the two objects returned here and only
-through the calls listed in docs/architecture.md, which `htcondor2.Schedd` and
-`htcondor2.Collector` already have; the embedded pool implements the same calls.
+through the calls of `Schedd` and `Collector` below (docs/architecture.md), which
+`htcondor2.Schedd` and `htcondor2.Collector` already have; the embedded pool's
+PoolSchedd and PoolCollector implement the same calls. Annexes are created through
+the connection's `annex_backend`: `htcondor annex create` on a real access point,
+the pool's own annexes on the embedded one.
 """
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional, Protocol
 
+import classad2
 import htcondor2
+
+from .annex import AnnexBackend, EmbeddedBackend, HtcondorCliBackend
 
 # The value of `pool:` (htcannex.yaml) or `--htcannex-schedd` that selects the
 # embedded pool, and the one that selects the local access point's own schedd.
@@ -16,32 +23,58 @@ EMBEDDED = "local"
 DEFAULT = "default"
 
 
+class Schedd(Protocol):
+    """The calls the plugin makes on a schedd."""
+
+    def submit(self, description: htcondor2.Submit, count: int = 0, spool: bool = False,
+               itemdata=None, queue=None): ...
+
+    def act(self, action: htcondor2.JobAction, job_spec, reason: Optional[str] = None) -> classad2.ClassAd: ...
+
+    def edit(self, job_spec, attr: str, value: str): ...
+
+    def query(self, constraint="true", projection: Sequence[str] = (), **kwargs) -> list[classad2.ClassAd]: ...
+
+    def history(self, constraint, projection: Sequence[str] = (), match: int = -1,
+                **kwargs) -> Iterable[classad2.ClassAd]: ...
+
+
+class Collector(Protocol):
+    """The call the plugin makes on a collector: slot (Startd) ads."""
+
+    def query(self, ad_type=htcondor2.AdTypes.Any, constraint="true",
+              projection: Sequence[str] = ()) -> list[classad2.ClassAd]: ...
+
+
 @dataclass
 class Connection:
-    """A schedd and a collector; `pool` is set only for the embedded pool."""
+    """A schedd and a collector, and how annexes are created for jobs there. `embedded`: the
+    execute points are this machine (the embedded pool)."""
 
-    schedd: Any
-    collector: Any
-    pool: Optional[Any] = None
+    schedd: Schedd
+    collector: Collector
+    annex_backend: AnnexBackend
+    embedded: bool = False
 
 
 class ScheddNotFound(RuntimeError):
     pass
 
 
-def connect(target: str, pool_dir: Optional[Path] = None) -> Connection:
+def connect(target: str, pool_dir: Optional[Path] = None, config_path: Optional[Path] = None) -> Connection:
     """Open the pool named by `target`.
 
     `target` is "local" (the embedded pool in `pool_dir`), "default" (this access
     point's schedd and the configured collector) or the name of a schedd that the
-    configured collector knows.
+    configured collector knows. `config_path` (the htcannex.yaml in use) goes into the
+    command the embedded pool's annex backend shows for creating an annex by hand.
     """
     if target == EMBEDDED:
-        return _connect_embedded(pool_dir)
+        return _connect_embedded(pool_dir, config_path)
     collector = htcondor2.Collector()
     if target == DEFAULT:
-        return Connection(_local_schedd(), collector)
-    return Connection(_locate_schedd(collector, target), collector)
+        return Connection(_local_schedd(), collector, HtcondorCliBackend())
+    return Connection(_locate_schedd(collector, target), collector, HtcondorCliBackend())
 
 
 def _local_schedd():
@@ -57,13 +90,13 @@ def _local_schedd():
         ) from error
 
 
-def _connect_embedded(pool_dir: Optional[Path]) -> Connection:
+def _connect_embedded(pool_dir: Optional[Path], config_path: Optional[Path]) -> Connection:
     # Imported here so that a plugin talking to a real pool never loads the pool.
     from htcannex_pool import Pool
 
     pool = Pool(pool_dir) if pool_dir is not None else Pool()
     pool.ensure_running()
-    return Connection(pool.schedd(), pool.collector(), pool)
+    return Connection(pool.schedd(), pool.collector(), EmbeddedBackend(pool, config_path), embedded=True)
 
 
 def _locate_schedd(collector, name: str):

@@ -45,7 +45,7 @@ def plan(args) -> int:
 
 
 def create(args) -> int:
-    from ..annex import AnnexLedger, AnnexManager, EmbeddedBackend, HtcondorCliBackend
+    from ..annex import AnnexLedger, AnnexManager
     from ..schedd import connect
 
     path = catalogue_path(args)
@@ -54,11 +54,10 @@ def create(args) -> int:
         raise HtcannexConfigError(path, f"sites.{args.site}", "no such site",
                                   f"name one of {', '.join(catalogue.sites)}")
     site = catalogue.sites[args.site]
-    connection = connect(args.schedd or catalogue.pool, Path(args.pool_dir) if args.pool_dir else None)
-    backend = EmbeddedBackend(connection.pool, path) if connection.pool else HtcondorCliBackend()
+    connection = connect(args.schedd or catalogue.pool, Path(args.pool_dir) if args.pool_dir else None, path)
     # Guards and the ledger apply as in a run: a request made here is one the
     # executor will not repeat, and it counts against the budget.
-    manager = AnnexManager(connection.collector, backend, AnnexLedger(paths.annex_ledger()),
+    manager = AnnexManager(connection.collector, connection.annex_backend, AnnexLedger(paths.annex_ledger()),
                            catalogue.annex, mode="auto")
     print(manager.ensure(site).message or f"annex {site.annex_name} is up")
     return 0

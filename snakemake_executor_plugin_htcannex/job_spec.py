@@ -1,0 +1,116 @@
+"""A Snakemake job -> a `JobSpec` (plain values that description.build_submit turns into a submit
+description): what it transfers, the command HTCondor runs, and its resources.
+
+The command is Snakemake's own (`format_job_exec`) or, for a plain shell rule, the rule's shell
+command (direct_shell.py), wrapped so that it runs where the workdir is in the sandbox, creates
+the logs the rule did not write, and exits with a self-checkpoint's exit code: the Snakemake
+process inside a job exits 1 whatever its script exited with, so HTCondor would never see the
+code; `with_checkpoint_exit` makes the job exit with the code a script wrote to the marker file
+(paths.CHECKPOINT_EXIT_MARKER, named to the job by $HTCANNEX_CHECKPOINT_EXIT_MARKER).
+"""
+import shlex
+
+from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
+
+from . import osdf_transfer
+from .description import JobSpec, SubmitOptions
+from .paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
+
+# A job runs a whole Snakemake process (~150 MB resident) besides the rule's
+# command, and HTCondor enforces request_memory on both together: a rule's
+# mem_mb gets this much on top, and a job without mem_mb/disk_mb gets
+# Snakemake's own "full" defaults instead of the pool's (128 MB on many pools).
+SPAWNED_SNAKEMAKE_MB = 256
+SPAWNED_SNAKEMAKE_DEFAULTS = {"mem_mb": 1000, "disk_mb": 1000}
+
+
+def job_spec(job: JobExecutorInterface, shell_command: tuple[str, str], runs_snakemake: bool,
+             options: SubmitOptions, sandbox_storage_prefix: str) -> JobSpec:
+    """`job` as a JobSpec. `shell_command`: (shell, command), Snakemake's command for the job
+    (`format_job_exec`) or a plain shell rule's own (direct_shell.py: `runs_snakemake` False)."""
+    outputs = products(job)
+    if options.shared_fs:
+        files = dict(inputs=list(job.input), outputs=outputs)
+    else:
+        # OSDF objects move between origin and execute point as URL transfers.
+        transfers = osdf_transfer.plan(job.input, outputs, sandbox_storage_prefix=sandbox_storage_prefix)
+        files = dict(inputs=transfers.inputs, outputs=transfers.outputs,
+                     output_remaps=transfers.output_remaps, environment=transfers.environment)
+    shell_path, command = shell_command
+    resources = dict(job.resources.items())
+    return JobSpec(
+        rule=job.name,
+        jobid=job.jobid,
+        argv=[shell_path, "-c", _in_sandbox_workdir(with_checkpoint_exit(_creating_logs(command, _logs(job))),
+                                                    options.sandbox_workdir)],
+        wildcards=wildcards_of(job),
+        resources=_with_room_for_snakemake(resources) if runs_snakemake else resources,
+        threads=job.threads,
+        attempt=job.attempt,
+        ships_workflow_sources=runs_snakemake,
+        **files,
+    )
+
+
+def wildcards_of(job: JobExecutorInterface) -> dict:
+    # A group job spans several rules and has no wildcards of its own; it is
+    # placed with policy "any" unless a profile names the group.
+    return {} if job.is_group() else dict(job.wildcards.items())
+
+
+def _members(job: JobExecutorInterface) -> list:
+    return list(job.jobs) if job.is_group() else [job]
+
+
+def products(job: JobExecutorInterface) -> list:
+    """What must come back: outputs, logs and benchmarks, for a group of every member job (the
+    submit side checks the group's intermediate files too, not only what leaves the group)."""
+    return list(dict.fromkeys(product for member in _members(job) for product in member.products()))
+
+
+def _logs(job: JobExecutorInterface) -> list:
+    return list(dict.fromkeys(log for member in _members(job) for log in member.log))
+
+
+def _creating_logs(command: str, logs: list) -> str:
+    """`command`, then (if it succeeded) an empty file for each log it did not write.
+
+    Snakemake does not require a rule to write its log, but HTCondor holds a job
+    whose listed output files are missing, and the logs are listed so they come back.
+    """
+    if not logs:
+        return command
+    names = " ".join(shlex.quote(str(log)) for log in logs)
+    return (f'{command} && for log in {names}; do [ -e "$log" ] || '
+            f'{{ mkdir -p "$(dirname "$log")" && : > "$log"; }}; done')
+
+
+def _in_sandbox_workdir(command: str, where: str | None) -> str:
+    """`command`, run where the workdir is in the sandbox (below it when sources came from outside)."""
+    return command if where is None else f"cd {shlex.quote(where)} && {command}"
+
+
+def _with_room_for_snakemake(resources: dict) -> dict:
+    """The rule's resources, with room for the job's own Snakemake process."""
+    sized = {name.split("_")[0] for name in resources if name.startswith(("mem", "disk"))}
+    defaults = {name: value for name, value in SPAWNED_SNAKEMAKE_DEFAULTS.items() if name.split("_")[0] not in sized}
+    resources = {**defaults, **resources}
+    if "mem" in sized and isinstance(resources.get("mem_mb"), int):
+        # Snakemake gives every memory resource as mem_mb too (and mem, mem_mib): keep one.
+        resources = {name: value for name, value in resources.items() if name not in ("mem", "mem_mib")}
+        resources["mem_mb"] += SPAWNED_SNAKEMAKE_MB
+    return resources
+
+
+def with_memory(resources: dict, mem_mb: int) -> dict:
+    """`resources` asking for `mem_mb` of memory (Snakemake's other spellings of it dropped)."""
+    return {**{name: value for name, value in resources.items() if name not in ("mem", "mem_mib")},
+            "mem_mb": mem_mb}
+
+
+def with_checkpoint_exit(command: str) -> str:
+    """`command`, then exit with the code in the marker file if the job's script left one (the
+    marker is removed, so the restarted job starts clean), else with the command's own status."""
+    marker = CHECKPOINT_EXIT_MARKER
+    return (f"export {CHECKPOINT_EXIT_MARKER_VARIABLE}={marker}; {command}; status=$?; if [ -f {marker} ]; then code=$(cat {marker}); rm -f {marker}; "
+            f"exit $code; fi; exit $status")

@@ -1,0 +1,102 @@
+"""What the executor opens once per Snakemake run, from its settings and the workflow: the
+catalogue, the connection to the pool, the event-log tracker, the annex manager, the hold policy
+and the options every submit shares. A mistake in any of them is a WorkflowError naming it.
+"""
+import dataclasses
+import os
+from pathlib import Path
+
+from snakemake_interface_common.exceptions import WorkflowError
+
+from . import paths, secrets
+from . import schedd as schedd_seam
+from .annex import AnnexLedger, AnnexManager
+from .catalogue import Catalogue, HtcannexConfigError, load_catalogue
+from .description import SubmitOptions, transfer_root
+from .tracking import EventLogTracker, HoldPolicy
+from .units import UnitError, parse_duration_s
+
+# HTCondor starts jobs with no PATH; the spawned Snakemake (its ILP scheduler
+# included) and the rules' shell commands need one.
+EXECUTE_POINT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+@dataclasses.dataclass
+class Runtime:
+    """Everything the executor opens once per Snakemake run."""
+
+    config: Catalogue
+    connection: schedd_seam.Connection
+    tracker: EventLogTracker
+    annexes: AnnexManager
+    hold_policy: HoldPolicy
+    submit_options: SubmitOptions
+    idle_timeout_s: float
+    direct_shell: bool
+    withheld_secrets: list[str] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def open(cls, settings, workflow) -> "Runtime":
+        if settings.config is None:
+            raise WorkflowError(
+                "htcannex needs its profile file: set --htcannex-config PATH, or "
+                "`htcannex-config: htcannex.yaml` in the profile's config.yaml "
+                "(`htcannex profiles install` installs the local and nairr profiles)"
+            )
+        config_path = Path(settings.config).expanduser().resolve()
+        try:
+            config = load_catalogue(config_path)
+        except HtcannexConfigError as error:
+            raise WorkflowError(str(error)) from error
+        target = settings.schedd or config.pool
+        pool_dir = Path(settings.pool_dir).resolve() if settings.pool_dir else None
+        try:
+            connection = schedd_seam.connect(target, pool_dir, config_path)
+        except schedd_seam.ScheddNotFound as error:
+            raise WorkflowError(str(error)) from error
+        guards = config.annex
+        if settings.max_annexes is not None:
+            guards = dataclasses.replace(guards, max_annexes=settings.max_annexes)
+        annexes = AnnexManager(
+            connection.collector, connection.annex_backend, AnnexLedger(paths.annex_ledger(Path.cwd())),
+            guards, mode=settings.annex_mode or config.annex.mode,
+        )
+        try:
+            idle_timeout_s = (
+                parse_duration_s(settings.idle_timeout, field="--htcannex-idle-timeout")
+                if settings.idle_timeout else config.annex.idle_timeout_s
+            )
+        except UnitError as error:
+            raise WorkflowError(str(error)) from error
+        # Secrets never go into a job ad (see secrets.py); the user is told which were withheld.
+        environment, withheld = secrets.withhold({
+            # The embedded pool's execute points are this machine.
+            "PATH": os.environ["PATH"] if connection.embedded else EXECUTE_POINT_PATH,
+            **workflow.spawned_job_args_factory.envvars(),
+        })
+        sources = () if settings.shared_fs else sorted(workflow.dag.get_sources())
+        submit_options = SubmitOptions(
+            workdir=Path.cwd(),
+            log_path=paths.event_log(Path.cwd()),
+            shared_fs=settings.shared_fs,
+            container_image=settings.container_image,
+            extra_commands=config.submit_commands,
+            # Snakemake's --envvars and storage settings reach the job through its
+            # environment rather than an `export` in the command, so that a job's
+            # own variables (osdf_transfer's backend) can win over them.
+            environment=environment,
+            workflow_sources=sources,
+            transfer_root=None if settings.shared_fs else transfer_root(Path.cwd(), [*sources, *_local_inputs(workflow)]),
+        )
+        submit_options.logs_dir.mkdir(parents=True, exist_ok=True)
+        return cls(
+            config, connection, EventLogTracker(paths.event_log(Path.cwd())), annexes,
+            HoldPolicy(settings.hold_policy, settings.hold_releases), submit_options, idle_timeout_s,
+            not settings.snakemake_in_every_job, withheld,
+        )
+
+
+def _local_inputs(workflow) -> list[str]:
+    """The local input files of every job this run will submit (storage files travel as URLs)."""
+    return [str(path) for job in workflow.dag.needrun_jobs() for path in job.input
+            if not getattr(path, "is_storage", False)]
