@@ -1,7 +1,7 @@
 """A malformed profile or site catalogue, as the user sees it through the snakemake CLI:
 one clear error naming the file or setting, the key and the fix, and no Python traceback.
 
-(Catalogue mistakes key by key are tested on load_catalogue in tests/test_sites.py;
+(Catalogue mistakes key by key are tested on load_catalogue in tests/test_catalogue.py;
 here each kind of mistake is checked once end to end.)
 """
 import subprocess

@@ -6,7 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).parent.parent
+import pytest
+
+REPO = Path(__file__).parents[2]
 OBJECT = "ospool/ap40/data/jdoe/run0/ckpt-1.pt"
 # The job writes its output and, as a second writer would, publishes the same name at the
 # origin before HTCondor transfers the output there.
@@ -24,6 +26,8 @@ rule publish:
     shell:
         "echo mine > {{output}}; mkdir -p $(dirname {{params.rival}}); echo theirs > {{params.rival}}"
 '''
+
+pytestmark = pytest.mark.slow
 
 
 def test_output_over_an_existing_object_is_reported_with_the_rename_fix(tmp_path, embedded_pool):
