@@ -2,6 +2,7 @@
 
 records   the event log read into a record per job (htcondor2.JobEventLog)
 figures   a job's figures from its record and (optionally) its job ad
+chunks    per chunk: its attempts added up
 per_site  aggregates per site
 advice    right-sizing: suggested requests from observed peaks with headroom
 text      terminal summary, TSV, JSON
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from . import advice as advice_
+from .chunks import chunk_summaries
 from .figures import job_figures
 from .per_site import site_summaries
 from .records import read_histories
@@ -25,6 +27,7 @@ class Report:
     generated_at: float
     epochs_per_job: Optional[int]
     jobs: list = field(default_factory=list)  # [figures.JobFigures], submit order
+    chunks: list = field(default_factory=list)  # [chunks.ChunkSummary], by first submit
     sites: list = field(default_factory=list)  # [per_site.SiteSummary]
     advice: list = field(default_factory=list)  # [advice.Advice]
     core_hour_budget: Optional[float] = None  # the profile's annex budget, where named
@@ -53,6 +56,7 @@ def build_report(log: Path, ads: Optional[dict] = None, *, now: Optional[float] 
     histories = read_histories(Path(log), step)
     jobs = [job_figures(history, _ad_for(history, ads or {}), now) for history in histories]
     return Report(log=str(log), generated_at=now, epochs_per_job=epochs_per_job, jobs=jobs,
+                  chunks=chunk_summaries(jobs),
                   sites=site_summaries(jobs, epochs_per_job, annex_core_hours),
                   advice=advice_.advise(jobs, headroom, threshold), core_hour_budget=core_hour_budget)
 

@@ -29,6 +29,16 @@ def summary(report: Report) -> str:
                       f"{_mb(job.memory_peak_mb)}/{_mb(job.memory_requested_mb)}", _percent(job.cpu_efficiency),
                       _note(job)])
     lines += columns(table)
+    if any(chunk.attempts > 1 for chunk in report.chunks):
+        lines += ["", "per chunk (its attempts added up)"]
+        chunks = [["CHUNK", "ATTEMPTS", "SITES", "STATE", "QUEUE", "ANNEX", "HELD", "TRANSFER", "COMPUTE",
+                   "BADPUT", "LOST ATTEMPTS", "END TO END"]]
+        for chunk in report.chunks:
+            chunks.append([chunk.chunk_key, str(chunk.attempts), chunk.sites, chunk.state,
+                           *(duration(seconds) for seconds in (
+                               chunk.queue_wait_s, chunk.annex_wait_s, chunk.held_s, chunk.transfer_s,
+                               chunk.compute_s, chunk.badput_s, chunk.lost_attempts_s, chunk.end_to_end_s))])
+        lines += columns(chunks)
     epoch = f", epoch = chunk / {report.epochs_per_job}" if report.epochs_per_job else ""
     lines += ["", f"per site (chunk = compute time of a finished job{epoch})"]
     sites = [["SITE", "JOBS", "DONE", "CHUNK MEDIAN", "MIN", "MAX", "EPOCH", "QUEUE MEDIAN", "BADPUT",

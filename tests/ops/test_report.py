@@ -39,3 +39,7 @@ def test_report_of_a_run_names_chunks_sites_and_advises_after_a_memory_hold(work
     assert memory["flag"] == "held for exceeding"
     assert memory["suggested"] == 64 * -(-hogs[1]["memory_peak_mb"] * 1.2 // 64)
     assert "hog: memory peak" in report.stdout and "suggest request_memory" in report.stdout
+    hog, = [chunk for chunk in document["chunks"] if chunk["chunk_key"] == "hog"]
+    assert (hog["attempts"], hog["state"]) == (2, "done")
+    assert hog["lost_attempts_s"] == pytest.approx(hogs[0]["compute_s"])
+    assert "per chunk (its attempts added up)" in report.stdout
