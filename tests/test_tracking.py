@@ -222,10 +222,10 @@ def test_missing_output_is_a_failed_command_not_a_transient_hold(log):
 
 
 @pytest.mark.parametrize("subcode, reason", [
-    # as the embedded pool words it (errno 2, like a missing file) ...
+    # known by its reason text, whatever errno a transfer plugin gives (here 2, as for a missing file) ...
     (2, "Transfer output files failure: reading from file ckpt-2.pt: the OSDF object "
         "ospool/run0/ckpt-2.pt already exists, and OSDF objects are immutable: write a new name"),
-    # ... and with the errno a refused overwrite carries
+    # ... and by the errno a refused overwrite carries (EEXIST), as the embedded pool holds it
     (17, "Transfer output files failure: ckpt-2.pt: File exists"),
 ])
 def test_output_over_an_existing_osdf_object_is_not_released_and_says_rename(log, subcode, reason):
