@@ -52,6 +52,15 @@ class TrackedJob:
     idle_since: Optional[float] = None  # when an annex job was last seen idle (looked at once per idle timeout)
     tried: set[str] = dataclasses.field(default_factory=set)  # sites it was moved away from
 
+    def due_a_look(self, idle_timeout_s: float, now: float) -> bool:
+        """Whether this idle job is looked at now: once per `idle_timeout_s` that it is seen idle."""
+        if self.idle_since is None:
+            self.idle_since = now
+        if now - self.idle_since <= idle_timeout_s:
+            return False
+        self.idle_since = now
+        return True
+
 
 def _tracked(job_info: SubmittedJobInfo) -> TrackedJob:
     return job_info.aux["htcannex"]
@@ -216,14 +225,11 @@ class Executor(RemoteExecutor):
 
     def _still_active(self, job_info: SubmittedJobInfo) -> bool:
         """Act on what the event log says about one job; False once it is reported."""
-        runtime = self._runtime
-        tracked = _tracked(job_info)
-        if tracked.held_for_annex:
+        if _tracked(job_info).held_for_annex:
             return self._wait_for_annex(job_info)
-        record = runtime.tracker.jobs.get(job_info.external_jobid) or self._held_without_event_log(job_info)
+        record = self._runtime.tracker.jobs.get(job_info.external_jobid) or self._held_without_event_log(job_info)
         if record is None or record.phase is JobPhase.RUNNING:
             return True
-        rule = job_info.job.name
         if record.phase is JobPhase.SUCCEEDED:
             self.report_job_success(job_info)
             return False
@@ -236,32 +242,35 @@ class Executor(RemoteExecutor):
             )
             return False
         if record.phase is JobPhase.HELD:
-            decision = runtime.hold_policy.decide(record, rule)
-            if decision is None:
-                return True
-            # A hold reason may quote a URL with its token (osdf://...?authz=...).
-            message = secrets.redact(decision.message)
-            if decision.release:
-                self.logger.warning(message)
-                runtime.connection.schedd.act(htcondor2.JobAction.Release, record.job_id, reason=message)
-                return True
-            self._remove(record.job_id, "held: " + secrets.redact(record.hold_reason or ""))
-            if record.hold.needs_more_memory:
-                message += self._more_memory_next_time(tracked.spec)
-            self.report_job_error(job_info, msg=message + " ")
-            return False
-        # Idle: released, or evicted when its annex expired. An annex job idle too
-        # long is looked at (once per idle timeout): with its annex gone, or no slot
-        # there that can run it, it waits for nothing and is moved.
+            return self._on_hold(job_info, record)
+        return self._on_idle(job_info)
+
+    def _on_hold(self, job_info: SubmittedJobInfo, record: JobRecord) -> bool:
+        """Release the held job or remove and report it, as the hold policy decides."""
+        runtime = self._runtime
+        decision = runtime.hold_policy.decide(record, job_info.job.name)
+        if decision is None:
+            return True
+        # A hold reason may quote a URL with its token (osdf://...?authz=...).
+        message = secrets.redact(decision.message)
+        if decision.release:
+            self.logger.warning(message)
+            runtime.connection.schedd.act(htcondor2.JobAction.Release, record.job_id, reason=message)
+            return True
+        self._remove(record.job_id, "held: " + secrets.redact(record.hold_reason or ""))
+        if record.hold.needs_more_memory:
+            message += self._more_memory_next_time(_tracked(job_info).spec)
+        self.report_job_error(job_info, msg=message + " ")
+        return False
+
+    def _on_idle(self, job_info: SubmittedJobInfo) -> bool:
+        """Idle: released, or evicted when its annex expired. An annex job idle too long is looked
+        at (once per idle timeout): with its annex gone, or no slot there that can run it, it waits
+        for nothing and is moved."""
+        runtime, tracked = self._runtime, _tracked(job_info)
         site = tracked.site
-        if site is None or site.kind != "annex":
+        if site is None or site.kind != "annex" or not tracked.due_a_look(runtime.idle_timeout_s, time.time()):
             return True
-        now = time.time()
-        if tracked.idle_since is None:
-            tracked.idle_since = now
-        if now - tracked.idle_since <= runtime.idle_timeout_s:
-            return True
-        tracked.idle_since = now
         ads = runtime.connection.schedd.query(_job_constraint(job_info.external_jobid), projection=[])
         stuck = ads and recovery.stuck_on_annex(runtime.connection.collector, ads[0], site.annex_name)
         return self._move_or_fail(job_info, stuck, ads[0]) if stuck else True
