@@ -32,7 +32,8 @@ def submit(backend, directory: Path, executable: str, **commands) -> str:
     description = {"executable": executable, "initialdir": str(directory), "log": str(directory / "job.log"),
                    "output": "out", "error": "err", "should_transfer_files": "YES",
                    "when_to_transfer_output": "ON_EXIT", "request_memory": "64MB", "request_disk": "10MB",
-                   **commands}
+                   # HTCondor starts a job without PATH; the scripts use sh, stat, sleep, python3
+                   "environment": '"PATH=/usr/local/bin:/usr/bin:/bin"', **commands}
     result = backend.schedd.submit(htcondor2.Submit(description))
     return f"{result.cluster()}.{result.first_proc()}"
 
@@ -168,7 +169,7 @@ def test_a_held_running_job_is_stopped_and_held_by_the_user(backend):
         wait_for_event(backend, directory, job, JobEventType.EXECUTE)
         backend.schedd.act(htcondor2.JobAction.Hold, job, "held by the conformance test")
         held = wait_for_event(backend, directory, job, JobEventType.JOB_HELD)
-        assert held["HoldReasonCode"] == 1 and held["HoldReason"] == "held by the conformance test"
+        assert held["HoldReasonCode"] == 1 and "held by the conformance test" in held["HoldReason"]
         assert Hold(1, held.get("HoldReasonSubCode"), held["HoldReason"]).kind is HoldKind.USER
     finally:
         remove(backend, job)
@@ -226,7 +227,7 @@ def test_a_removed_job_leaves_the_queue_with_an_abort_event(backend):
     wait_for_event(backend, directory, job, JobEventType.EXECUTE)
     backend.schedd.act(htcondor2.JobAction.Remove, job, "removed by the conformance test")
     aborted = wait_for_event(backend, directory, job, JobEventType.JOB_ABORTED)
-    assert aborted["Reason"] == "removed by the conformance test"
+    assert "removed by the conformance test" in aborted["Reason"]
     assert in_history(backend, job)["JobStatus"] == 3
     assert job_ad(backend, job) is None
 
