@@ -11,9 +11,7 @@ import pytest
 
 from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
 from snakemake_executor_plugin_htcannex.diagnose import explain_hold, render_analysis
-from snakemake_executor_plugin_htcannex.matching import (
-    analyse_slot, catalogue_slot_ad, evaluate_clauses, split_conjunction,
-)
+from snakemake_executor_plugin_htcannex.matching import analyse_slot, catalogue_slot_ad
 
 CATALOGUE = Path(__file__).parent / "workflows" / "faults" / "htcannex.yaml"
 HTCANNEX = Path(sys.executable).parent / "htcannex"
@@ -31,26 +29,6 @@ def submit(pool, tmp_path, **commands):
                                     **commands})
     result = pool.schedd().submit(description)
     return f"{result.cluster()}.{result.first_proc()}"
-
-
-def test_clauses_are_split_at_top_level_conjunctions_only():
-    expression = ('(TARGET.Memory >= RequestMemory) && ((TARGET.GPUs >= 1) && (TARGET.Cpus >= 2)) '
-                  '&& (TARGET.Arch == "X86_64" || TARGET.Arch == "aarch64") && regexp("a&&b", TARGET.Name)')
-    assert split_conjunction(expression) == [
-        "TARGET.Memory >= RequestMemory", "TARGET.GPUs >= 1", "TARGET.Cpus >= 2",
-        'TARGET.Arch == "X86_64" || TARGET.Arch == "aarch64"', 'regexp("a&&b",TARGET.Name)',
-    ]
-    assert split_conjunction("a && b || c") == ["a && b || c"]
-
-
-def test_each_clause_is_evaluated_against_the_slot():
-    job = classad2.ClassAd({"RequestMemory": 4000, "RequestCpus": 1})
-    slot = classad2.ClassAd({"Memory": 2048, "Cpus": 4})
-    clauses = evaluate_clauses("(TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus) "
-                               "&& (TARGET.GPUs >= 1)", job, slot)
-    assert [(clause.value if isinstance(clause.value, bool) else "undefined") for clause in clauses] == [
-        False, True, "undefined"]
-    assert clauses[0].values == {"TARGET.Memory": 2048, "RequestMemory": 4000}
 
 
 def test_idle_job_names_the_failing_memory_clause_on_the_live_annex(embedded_pool, tmp_path):
