@@ -1,11 +1,9 @@
-"""One training chunk in its own process, as a Snakemake job's script process runs it, timed by
-phase (run by bench/chunking.py).
+"""One training chunk in its own process, as a train_chunk job's training command runs it, timed
+by phase (run by bench/chunking.py).
 
-`python -m bench.chunk_job SPAWNED_AT SPEC_JSON` does what the interpreter Snakemake starts for
-a `script:` rule does: unpickle the job's `snakemake` object (Snakemake's preamble), then run
-the workflow's scripts/train_chunk.py as __main__. It prints one JSON line: seconds spent on
-interpreter start-up (SPAWNED_AT is when the parent started this process), the preamble, the
-script's imports, configure (threads, deterministic algorithms), data load, model build,
+`python -m bench.chunk_job SPAWNED_AT SPEC_JSON` runs the workflow's scripts/train_chunk.py as
+__main__ with the chunk's arguments (SPEC_JSON's argv). It prints one JSON line: seconds spent on
+interpreter start-up (SPAWNED_AT is when the parent started this process), the script's imports, configure (threads, deterministic algorithms), data load, model build,
 checkpoint load, checkpoint save, and the rest of train_chunk (training). The parent adds
 what is left of the process's wall time (the script's last lines and interpreter exit).
 """
@@ -14,10 +12,8 @@ import time
 STARTED = time.time()
 
 import json  # noqa: E402  (after the clock: start-up is measured up to here)
-import pickle  # noqa: E402
 import runpy  # noqa: E402
 import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 # The entry point's own steps timed inside train_chunk; "training" is the rest of it.
 IN_CHUNK = ("configure", "data", "model", "ckpt load", "ckpt save")
@@ -38,14 +34,9 @@ def main(spawned_at: str, spec_json: str) -> None:
     spec = json.loads(spec_json)
     phases = {"startup": STARTED - float(spawned_at)}
     began = time.perf_counter()
-    # Snakemake's preamble: its search path, the pickled job, the two imports it makes.
-    sys.path.extend(spec["search_path"])
-    snakemake = pickle.loads(Path(spec["job"]).read_bytes())
-    from snakemake.iocontainers import Snakemake  # noqa: F401
-    from snakemake.logging import logger  # noqa: F401
-
-    phases["preamble"] = time.perf_counter() - began
-    began = time.perf_counter()
+    # As `python scripts/train_chunk.py ARGS`: the script's directory first on sys.path.
+    sys.path[:0] = spec["search_path"]
+    sys.argv = [spec["script"], *spec["argv"]]
     from protein_lm import checkpoint, training
 
     # The phases are the entry point's own calls, timed where training.py looks them up;
@@ -63,7 +54,7 @@ def main(spawned_at: str, spec_json: str) -> None:
         return _timing(phases, "train_chunk", train_chunk)(job)
 
     training.train_chunk = timed_train_chunk
-    runpy.run_path(spec["script"], init_globals={"snakemake": snakemake}, run_name="__main__")
+    runpy.run_path(spec["script"], run_name="__main__")
     phases["imports"] = entered["at"] - began
     phases["training"] = phases.pop("train_chunk") - sum(phases.get(name, 0.0) for name in IN_CHUNK)
     print(json.dumps(phases))

@@ -1,8 +1,8 @@
 """Chunking cost: one run trained in N chunks (N processes, each resuming from the previous
 chunk's checkpoint) vs in one job, at equal epochs, on the workflow's demo model.
 
-Each process is what a train_chunk job's script process is (bench/chunk_job.py): Snakemake's
-preamble, then the workflow's scripts/train_chunk.py, with the workflow's config
+Each process is what a train_chunk job's training command is (bench/chunk_job.py): the
+workflow's scripts/train_chunk.py with chunked_training's arguments, and the workflow's config
 (config/config.yaml: data, train, pretrain.checkpoint_every_steps) and one thread, run
 sequentially. Reported: wall and CPU time of each, their ratios, where each process's time
 goes, and the fixed cost of one extra chunk. --chunking-seconds T sizes the data so that a
@@ -10,7 +10,6 @@ chunk trains about T s, to measure the ratio at a realistic chunk length side by
 """
 import json
 import os
-import pickle
 import statistics
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from .common import PYTHON, REPO, BenchError, header, load, run_timed, spread
 WORKFLOW = REPO / "workflows" / "protein_lm"
 PACKAGE_DIR = WORKFLOW / "scripts"
 SCRIPT = PACKAGE_DIR / "train_chunk.py"
-PHASES = ("startup", "preamble", "imports", "configure", "data", "model", "ckpt load", "ckpt save", "training", "exit")
+PHASES = ("startup", "imports", "configure", "data", "model", "ckpt load", "ckpt save", "training", "exit")
 GOAL = 1.05
 
 
@@ -140,10 +139,8 @@ def _chain(workdir: Path, data: Path, params: dict, every_steps: int, epochs: in
     previous = None
     for chunk in range(1, chunks + 1):
         output = workdir / f"chunk{chunk}.pt"
-        job = workdir / f"chunk{chunk}.snakemake.pickle"
-        job.write_bytes(pickle.dumps(_snakemake_job(
-            workdir, data, params, every_steps, chunk, epochs // chunks, epochs, previous, output)))
-        spec = {"search_path": [str(PACKAGE_DIR)], "job": str(job), "script": str(SCRIPT)}
+        argv = _command(data, params, every_steps, chunk, epochs // chunks, epochs, previous, output)
+        spec = {"search_path": [str(PACKAGE_DIR)], "argv": argv, "script": str(SCRIPT)}
         # As under the local executor: no job ad, so self-checkpoints are saved and training goes on.
         env = {**os.environ, "PYTHONPATH": str(REPO), SELF_CHECKPOINT_MODE_VARIABLE: "continue"}
         spawned = time.time()
@@ -156,15 +153,10 @@ def _chain(workdir: Path, data: Path, params: dict, every_steps: int, epochs: in
         previous = output
 
 
-def _snakemake_job(workdir, data, params, every_steps, chunk, epochs_per_job, total_epochs, previous, output):
-    """The `snakemake` object Snakemake pickles for a train_chunk job (rules/pretrain.smk)."""
-    from snakemake.iocontainers import InputFiles, Log, OutputFiles, Params, ResourceList, Snakemake, Wildcards
-
-    inputs = {"data": str(data), **({"previous": str(previous)} if previous else {})}
-    return Snakemake(
-        InputFiles(fromdict=inputs), OutputFiles(fromdict={"checkpoint": str(output)}),
-        Params(fromdict={"run": params, "epochs_per_job": epochs_per_job, "total_epochs": total_epochs,
-                         "checkpoint_every_steps": every_steps, "self_checkpoint": f"selfckpt-{chunk}.pt"}),
-        Wildcards(fromdict={"variant": "distributed", "run": "bench", "chunk": str(chunk)}),
-        1, ResourceList(), Log(toclone=[str(workdir / f"chunk{chunk}.log")]), {}, "train_chunk", None,
-    )
+def _command(data, params, every_steps, chunk, epochs_per_job, total_epochs, previous, output) -> list[str]:
+    """The training command's arguments for one chunk, as chunked_training fills them in."""
+    return ["--run", "bench", "--chunk", str(chunk), "--epochs-per-job", str(epochs_per_job),
+            "--total-epochs", str(total_epochs), "--data", str(data), "--resume-from", str(previous or ""),
+            "--write-to", str(output), "--self-checkpoint", f"selfckpt-{chunk}.pt",
+            "--checkpoint-every-steps", str(every_steps), "--threads", "1",
+            "--params", *(f"{name}={value}" for name, value in params.items())]

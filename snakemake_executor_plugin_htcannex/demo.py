@@ -47,7 +47,7 @@ def stale_checkpoints(origin: Path) -> Path | None:
     """The workflow's checkpoint objects in the origin when the data they were trained on is
     gone: regenerating the data makes Snakemake rerun every chunk under the same names."""
     prefix = yaml.safe_load((WORKFLOW / "config" / "config.yaml").read_text())["osdf_prefix"]
-    objects = origin / prefix.removeprefix("osdf:///").strip("/")
+    objects = origin / prefix.removeprefix("osdf:///").strip("/") / "protein_lm"  # chunked_training: <prefix>/<name>
     data = REPO / "results" / "data"
     return objects if objects.is_dir() and any(objects.iterdir()) and not data.is_dir() else None
 

@@ -37,7 +37,7 @@ import classad2
 import htcondor2
 import yaml
 
-from . import paths
+from . import paths, submit_template
 from .site import ResourceRequest, Site
 from .submit_values import (CONTAINER_IMAGE, ENV_NAME, GPU_MODEL, SubmitValueError, ValueChecker,
                             extra_command)
@@ -115,6 +115,11 @@ def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> ht
     check = ValueChecker(spec.rule)
     check.rule_name()
     request = resource_request(spec)
+    # An MLDAG chunk's own submit description (submit_template.py): its requests and commands win.
+    chunk_template = submit_template.of(spec.resources)
+    template = submit_template.parse(chunk_template, site) if chunk_template else None
+    if template is not None:
+        request = submit_template.requested(template, request, site, spec.rule)
     if site is not None:
         request = site.admit(request, rule=spec.rule).or_raise()
     commands = {}
@@ -122,6 +127,8 @@ def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> ht
     commands.update(_resources(request, site, check))
     commands.update(_files(spec, options, check))
     environment = {**options.environment, **spec.environment}
+    if template is not None:
+        environment |= submit_template.environment(template)[0]
     if environment:
         commands["environment"] = _environment(environment, check)
     commands.update(_identity(spec, site, options, check))
@@ -133,6 +140,12 @@ def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> ht
         if name == "requirements" and "requirements" in commands:
             text = f"({commands['requirements']}) && ({text})"
         commands[name] = text
+    if "transfer_checkpoint_files" in commands:
+        # Named from where the job runs (its workdir), as HTCondor looks for them from the sandbox root.
+        commands["transfer_checkpoint_files"] = submit_template.in_sandbox_workdir(
+            commands["transfer_checkpoint_files"], options.sandbox_workdir)
+    if template is not None:
+        commands = submit_template.merge(template, commands, options.sandbox_workdir)
     return htcondor2.Submit(commands)
 
 

@@ -29,6 +29,7 @@ from .job_spec import job_spec, products, wildcards_of, with_memory
 from .rotation import RotationError, plan_report
 from .runtime import EXECUTE_POINT_PATH, Runtime
 from .site import Site, SiteRefusal
+from .submit_template import TemplateError
 from .submit_values import SubmitValueError
 from .tracking import JobPhase, JobRecord
 
@@ -123,7 +124,7 @@ class Executor(RemoteExecutor):
                 self.logger.info(status.message)
         try:
             submit = build_submit(spec, site, runtime.submit_options)
-        except (SubmitValueError, SiteRefusal) as error:
+        except (SubmitValueError, SiteRefusal, TemplateError) as error:
             raise WorkflowError(str(error)) from error
         if hold_for_annex:
             # HTCondor creates an annex only for a user with a job queued for it.

@@ -279,6 +279,9 @@ def test_sources_outside_the_workdir_travel_from_the_directory_above_both(tmp_pa
     assert submit["transfer_input_files"].split(", ") == [
         "project/results/in.txt", "workflows/w/Snakefile", "workflows/w/rules/a.smk", "project/config.yaml"]
     assert submit["transfer_output_files"] == "project/results/out.txt"
+    # A self-checkpoint file is written where the job runs: HTCondor looks for it from the sandbox root.
+    checkpointing = submit_for(options, resources={"htcannex_submit": '{"transfer_checkpoint_files": "ckpt.pt"}'})
+    assert checkpointing["transfer_checkpoint_files"] == "project/ckpt.pt"
     assert transfer_root(workdir, ["config.yaml", "osdf:///ns/x"]) is None
 
 

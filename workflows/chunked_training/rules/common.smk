@@ -2,39 +2,34 @@
 import hashlib
 import json
 import os
+import sys
 
-import yaml
+# The workflow's package lives in its scripts/ (Snakemake ships script directories with jobs).
+sys.path.insert(0, os.path.join(workflow.current_basedir.get_path_or_uri(secret_free=True), "..", "scripts"))
 
-from chunked_training.experiment import CONTRACT_PLACEHOLDERS, format_command, load
-from chunked_training.variables import VarsError
+from chunked_training.experiment import format_command, load, read
 
-
-def _experiment_config(config):
-    """The workflow config, with an MLDAG Experiment.yaml (config key `experiment`) laid over it."""
-    path = config.get("experiment")
-    if not path:
-        return "config", config
-    with open(path) as handle:
-        experiment = yaml.safe_load(handle)
-    if not isinstance(experiment, dict):
-        raise VarsError(f"{path}: an experiment file is a mapping (name, submit_template, vars)")
-    return path, config | experiment
-
-
-# This workflow's directory as seen from the working directory: {workflow_dir} in commands and files.
-WORKFLOW_DIR = os.path.relpath(os.path.join(workflow.current_basedir.get_path_or_uri(secret_free=True), ".."))
+# The including Snakefile's directory (HERE) as seen from the working directory: {workflow_dir}
+# in commands and files (chunked_training's own, or protein_lm's when it includes these rules).
+WORKFLOW_DIR = os.path.relpath(HERE)
 
 
 def workflow_files(paths):
-    return [path.replace("{workflow_dir}", WORKFLOW_DIR) for path in paths]
+    return [os.path.normpath(path.replace("{workflow_dir}", WORKFLOW_DIR)) for path in paths]
 
 
-EXPERIMENT_SOURCE, EXPERIMENT_CONFIG = _experiment_config(config)
+EXPERIMENT_SOURCE, EXPERIMENT_CONFIG = read(config)
 EXPERIMENT = load(EXPERIMENT_SOURCE, EXPERIMENT_CONFIG)
 RUNS = EXPERIMENT.runs
 CHUNKS = EXPERIMENT.chunking.chunks
 TRAINING = config["training"]
-VARIANTS = ("distributed", "baseline") if config["baseline"] == "unbroken" else ("distributed",)
+# An MLDAG experiment's submit_template is the training command and the chunk's submit description
+# (rules/mldag.smk); its checkpoints are wherever its transfer lists say, so a chunk's own output
+# is a record of its VARS, and it has no twin (its checkpoint paths name only the run).
+TEMPLATE = EXPERIMENT_CONFIG.get("submit_template")
+VARIANTS = ("distributed", "baseline") if config["baseline"] == "unbroken" and not TEMPLATE else ("distributed",)
+CHECKPOINT_SUFFIX = ".vars.json" if TEMPLATE else TRAINING["checkpoint_suffix"]
+SIDECARS = [] if TEMPLATE else TRAINING["sidecars"]
 
 wildcard_constraints:
     run="[0-9a-f]{8}",
@@ -43,14 +38,14 @@ wildcard_constraints:
 
 # A new name per chunk: OSDF objects are immutable and caches serve the first bytes; the base name
 # alone is unique too (HTCondor drops URL inputs into the sandbox by base name).
-CHECKPOINT = "{variant}/{run}/{variant}-{run}-chunk-{chunk}" + TRAINING["checkpoint_suffix"]
+CHECKPOINT = "{variant}/{run}/{variant}-{run}-chunk-{chunk}" + CHECKPOINT_SUFFIX
 # Everything a checkpoint depends on but the run's vars: a changed command or chunking writes new
 # objects instead of meeting the old, immutable ones. `checkpoint_depends_on` adds the user's own.
 CHECKPOINT_SET = hashlib.sha256(json.dumps(
-    [TRAINING["command"], CHUNKS, EXPERIMENT.chunking.epochs, config.get("checkpoint_depends_on")],
+    [TEMPLATE or TRAINING["command"], CHUNKS, EXPERIMENT.chunking.epochs, config.get("checkpoint_depends_on")],
     sort_keys=True).encode()).hexdigest()[:12]
 
-if config["checkpoint_store"] == "osdf":
+if config["checkpoint_store"] == "osdf" and not TEMPLATE:
 
     storage osdf:
         provider="osdf",
@@ -66,7 +61,7 @@ else:
         """Named files of one checkpoint: the command's sidecars are declared with it, so executors
         without a shared filesystem move them along."""
         path = f"results/{EXPERIMENT.slug}/checkpoints/{relative}"
-        return {name: path} | {f"{name}_sidecar_{i}": path + suffix for i, suffix in enumerate(TRAINING["sidecars"])}
+        return {name: path} | {f"{name}_sidecar_{i}": path + suffix for i, suffix in enumerate(SIDECARS)}
 
 
 def chunk_checkpoint(variant, run, chunk, name="checkpoint"):
@@ -86,7 +81,7 @@ def previous_checkpoint(wildcards):
 
 def self_checkpoint_name(wildcards):
     """The chunk's resumable file, in the job's working directory (HTCondor transfers it)."""
-    return f"selfckpt-{wildcards.variant}-{wildcards.run}-{wildcards.chunk}{TRAINING['checkpoint_suffix']}"
+    return f"selfckpt-{wildcards.variant}-{wildcards.run}-{wildcards.chunk}{CHECKPOINT_SUFFIX}"
 
 
 def htcannex_submit(wildcards):
@@ -96,12 +91,14 @@ def htcannex_submit(wildcards):
     if TRAINING["self_checkpoint"]:
         name = self_checkpoint_name(wildcards)
         commands |= {"checkpoint_exit_code": 85,
-                     "transfer_checkpoint_files": ", ".join([name] + [name + s for s in TRAINING["sidecars"]])}
+                     "transfer_checkpoint_files": ", ".join([name] + [name + s for s in SIDECARS])}
     return json.dumps(commands)
 
 
 def training_command(wildcards, input, output, threads, first_chunk, last_chunk):
     """The training command of chunks first_chunk..last_chunk of a run, placeholders filled in."""
+    if TEMPLATE:
+        return mldag_command(wildcards, output)
     run = RUNS[wildcards.run]
     values = EXPERIMENT.chunk_vars(run, last_chunk) | {
         "first_epoch": EXPERIMENT.chunking.last_epoch(first_chunk - 1) + 1,
@@ -112,5 +109,6 @@ def training_command(wildcards, input, output, threads, first_chunk, last_chunk)
         "self_checkpoint": self_checkpoint_name(wildcards),
         "threads": threads,
         "workflow_dir": WORKFLOW_DIR,
+        "python": sys.executable,
     }
     return format_command(f"{EXPERIMENT_SOURCE}: training.command", TRAINING["command"], values)

@@ -6,14 +6,14 @@ def evaluation_command(wildcards, input, output, threads):
     """The evaluation command of one checkpoint, placeholders filled in."""
     values = EXPERIMENT.chunk_vars(RUNS[wildcards.run], int(wildcards.chunk)) | {
         "chunk": int(wildcards.chunk), "chunks": CHUNKS, "checkpoint": input.checkpoint,
-        "write_to": output[0], "threads": threads, "workflow_dir": WORKFLOW_DIR,
+        "write_to": output[0], "threads": threads, "workflow_dir": WORKFLOW_DIR, "python": sys.executable,
     }
     return format_command(f"{EXPERIMENT_SOURCE}: evaluate.command", EVALUATE["command"], values)
 
 
 def evaluations():
     """Every evaluation the config asks for: each chunk of a distributed run, the twin's end."""
-    if not EVALUATE["command"]:
+    if not EVALUATE["command"] or TEMPLATE:  # an MLDAG experiment's evaluation is its own business
         return []
     chunks = {"distributed": range(1, CHUNKS + 1), "baseline": [CHUNKS]}
     return [EVALUATION.format(variant=v, run=run, chunk=c) for run in RUNS for v in VARIANTS for c in chunks[v]]

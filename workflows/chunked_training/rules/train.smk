@@ -1,3 +1,8 @@
+def template_resource(wildcards):
+    """The chunk's MLDAG submit template for htcannex (rules/mldag.smk)."""
+    return chunk_template(wildcards.run, wildcards.chunk).encode()
+
+
 def runtime_of(chunks):
     """A job's runtime: the config's per chunk, times the chunks it trains."""
     runtime = TRAINING["resources"].get("runtime")
@@ -9,7 +14,7 @@ rule train_chunk:
     profile rotates this rule between sites by its wildcards run and chunk."""
     input:
         unpack(previous_checkpoint),
-        files=workflow_files(TRAINING["files"]),
+        files=[] if TEMPLATE else workflow_files(TRAINING["files"]),  # a template lists its own
     output:
         **checkpoint_files(CHECKPOINT),
     wildcard_constraints:
@@ -21,6 +26,7 @@ rule train_chunk:
         **{k: v for k, v in TRAINING["resources"].items() if k != "runtime"},
         runtime=runtime_of(1),
         htcannex_submit=htcannex_submit,
+        **({submit_template.RESOURCE: template_resource} if TEMPLATE else {}),
     log:
         "results/{experiment}/logs/train/{{variant}}/{{run}}/chunk-{{chunk}}.log".format(experiment=EXPERIMENT.slug),
     shell:
@@ -48,3 +54,16 @@ rule train_baseline:
         "results/{experiment}/logs/train/{{variant}}/{{run}}/chunk-{{chunk}}.log".format(experiment=EXPERIMENT.slug),
     shell:
         "({params.command}) > {log} 2>&1"
+
+
+rule runs_table:
+    """Each run's uuid, seed and var values: what names the files of a run. Its script also makes
+    Snakemake ship this workflow's scripts/ (its package) with jobs that run Snakemake, wherever
+    these rules are included from."""
+    output:
+        "results/{experiment}/runs.tsv".format(experiment=EXPERIMENT.slug),
+    params:
+        runs=[{"run_uuid": run.uuid, "random_seed": run.seed, **run.vars} for run in RUNS.values()],
+    localrule: True
+    script:
+        "../scripts/runs_table.py"

@@ -1,3 +1,11 @@
+# Validation after each chunk of a distributed run and after its twin's one job.
+EVALUATED_CHUNKS = {"distributed": list(range(1, CHUNKS + 1)), "baseline": [CHUNKS]}
+
+
+def evaluations(variant, run):
+    return [f"results/eval/{variant}/{run}/chunk-{chunk}.json" for chunk in EVALUATED_CHUNKS[variant]]
+
+
 rule evaluate_chunk:
     """Validation loss and Pearson r per score term after chunk k."""
     input:

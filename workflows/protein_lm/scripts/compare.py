@@ -7,13 +7,13 @@ from protein_lm import checkpoint, plots
 from protein_lm.compare import VARIANTS, RunResult, per_site_rows, summary_rows
 
 snakemake = globals()["snakemake"]  # injected by Snakemake's script directive
-runs, chunks = snakemake.params.runs, snakemake.params.chunks
+runs = snakemake.params.runs
 pairs = [(run, variant) for run in runs for variant in VARIANTS]  # the order of the rule's inputs
 results = [
     RunResult(
         run_id=run, variant=variant, swept=runs[run]["swept"], seed_group=runs[run]["seed_group"],
         state=checkpoint.load(snakemake.input.checkpoints[i]),
-        evaluations=[json.loads(Path(p).read_text()) for p in snakemake.input.evaluations[i * chunks:(i + 1) * chunks]],
+        evaluations=[json.loads(Path(p).read_text()) for p in snakemake.params.evaluations[i]],
         finetune=json.loads(Path(snakemake.input.finetunes[i]).read_text()),
     )
     for i, (run, variant) in enumerate(pairs)

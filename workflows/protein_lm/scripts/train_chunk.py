@@ -1,8 +1,16 @@
-"""Rules train_chunk / train_baseline: one chunk of pretraining (protein_lm.training).
+"""The training command of protein_lm's chunks (chunked_training's contract): the epochs of one
+chunk (protein_lm.training), or of a whole run in one job (the unbroken baseline twin).
 
+    python train_chunk.py --run UUID --chunk K --epochs-per-job E --total-epochs N --data TSV
+        --resume-from CKPT|'' --write-to CKPT --self-checkpoint FILE --checkpoint-every-steps S
+        --threads T --params seed=1 d_model=32 ...
+
+Chunk K trains from where its start state stopped (checkpoint K-1, or the run's seed when
+--resume-from is empty) up to epoch K x E, so the twin's one job is chunk N/E from the seed.
 Under HTCondor with checkpoint_exit_code set, a saved self-checkpoint ends the job with that
 code (HTCondor keeps the file and restarts the job); anywhere else training goes on in-process.
 """
+import argparse
 import logging
 import sys
 from pathlib import Path
@@ -12,26 +20,38 @@ from protein_lm.job_environment import checkpoint_exit_code, checkpoint_exit_mar
 from protein_lm.runtime import skip_exit_collections
 from protein_lm.training import ChunkJob, Outcome, SelfCheckpoint, train_chunk
 
-snakemake = globals()["snakemake"]  # injected by Snakemake's script directive
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", required=True)
+    for name in ("--chunk", "--epochs-per-job", "--total-epochs", "--checkpoint-every-steps", "--threads"):
+        parser.add_argument(name, type=int, required=True)
+    for name in ("--data", "--write-to", "--self-checkpoint"):
+        parser.add_argument(name, type=Path, required=True)
+    parser.add_argument("--resume-from", default="")
+    parser.add_argument("--params", nargs="+", required=True, metavar="NAME=VALUE")
+    return parser.parse_args(argv)
+
+
+args = parse(sys.argv[1:])
+logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(message)s")
 exit_code = checkpoint_exit_code()
-previous = snakemake.input.get("previous")
 outcome = train_chunk(ChunkJob(
-    run_id=snakemake.wildcards.run,
-    params=TrainParams.from_dict(snakemake.params.run),
-    data=Path(snakemake.input.data),
-    chunk=int(snakemake.wildcards.chunk),
-    epochs_per_job=snakemake.params.epochs_per_job,
-    total_epochs=snakemake.params.total_epochs,
-    previous=Path(previous) if previous else None,
-    output=Path(snakemake.output.checkpoint),
-    self_checkpoint=SelfCheckpoint(Path(snakemake.params.self_checkpoint), snakemake.params.checkpoint_every_steps, exit_code is not None),
-    threads=snakemake.threads,
+    run_id=args.run,
+    params=TrainParams.from_dict(dict(item.split("=", 1) for item in args.params)),
+    data=args.data,
+    chunk=args.chunk,
+    epochs_per_job=args.epochs_per_job,
+    total_epochs=args.total_epochs,
+    previous=Path(args.resume_from) if args.resume_from else None,
+    output=args.write_to,
+    self_checkpoint=SelfCheckpoint(args.self_checkpoint, args.checkpoint_every_steps, exit_code is not None),
+    threads=args.threads,
 ))
 skip_exit_collections()
 if outcome is Outcome.CHECKPOINTED:
-    # Snakemake around this script exits 1 for any failure; the marker tells the htcannex
-    # job wrapper to exit with the checkpoint code instead (docs/architecture.md).
+    # Snakemake around this command (when the job runs one) exits 1 for any failure; the marker
+    # tells the htcannex job wrapper to exit with the checkpoint code instead (docs/architecture.md).
     if marker := checkpoint_exit_marker():
         marker.write_text(f"{exit_code}\n")
     sys.exit(exit_code)

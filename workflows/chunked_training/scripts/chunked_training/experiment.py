@@ -13,12 +13,15 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import yaml
+
 from .variables import Chunking, VarsError, expand, swept
 
 RUN_NAMESPACE = uuid.UUID("0d3c3f0e-6a43-4c55-9f0a-5b0e3c1e7a11")  # fixed: run uuids must not change
 SEED_RANGE = 1_000_000  # MLDAG draws random_seed from 0..1e6
 # What the contract adds to a chunk's MLDAG VARS; a var cannot take one of these names.
-CONTRACT_PLACEHOLDERS = ("first_epoch", "chunk", "chunks", "resume_from", "write_to", "self_checkpoint", "threads", "workflow_dir", "checkpoint")
+CONTRACT_PLACEHOLDERS = ("first_epoch", "chunk", "chunks", "resume_from", "write_to", "self_checkpoint", "threads", "workflow_dir",
+                         "python", "checkpoint")
 MLDAG_VARS = ("epoch", "run_uuid", "random_seed", "ResourceName", "continue_from_checkpoint")
 
 
@@ -48,6 +51,22 @@ class Experiment:
         if chunk > 1:
             values["continue_from_checkpoint"] = "true"
         return values | run.vars
+
+
+def read(config: Mapping) -> tuple[str, dict]:
+    """(where the experiment is described, the config with an MLDAG Experiment.yaml laid over it):
+    the config key `experiment` names the file; its name, vars and submit_template win."""
+    path = config.get("experiment")
+    if not path:
+        return "config", dict(config)
+    try:
+        with open(path) as handle:
+            experiment = yaml.safe_load(handle)
+    except (OSError, yaml.YAMLError) as error:
+        raise VarsError(f"config key experiment: cannot read {path}: {error}") from None
+    if not isinstance(experiment, dict) or not isinstance(experiment.get("submit_template", ""), str):
+        raise VarsError(f"{path}: an experiment is a mapping with name, submit_template (text) and vars")
+    return path, dict(config) | experiment
 
 
 def load(source: str, config: Mapping) -> Experiment:

@@ -1,0 +1,118 @@
+"""MLDAG experiments taken unchanged: `htcannex experiment plan | run EXPERIMENT.yaml --profile P`."""
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
+
+from .conftest import BIN, PROFILE, annexes_by_job, pool_env, run
+
+EXPERIMENT = Path(__file__).parent / "experiment"
+
+
+@pytest.fixture
+def experiment_dir(tmp_path):
+    shutil.copytree(EXPERIMENT, tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+def edited(directory: Path, edit) -> Path:
+    experiment = yaml.safe_load((directory / "Experiment.yaml").read_text())
+    edit(experiment)
+    (directory / "Experiment.yaml").write_text(yaml.safe_dump(experiment))
+    return directory
+
+
+def plan(directory: Path) -> subprocess.CompletedProcess:
+    return run([str(BIN / "htcannex"), "experiment", "plan", "Experiment.yaml", "--profile", str(PROFILE)],
+               directory, None, timeout=120)
+
+
+def test_plan_prints_runs_by_chunks_sites_and_commands(experiment_dir):
+    result = plan(experiment_dir)
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines()[1:]]
+    # alpha: {type: range, stop: 3} is MLDAG's range(0, 3): 3 runs; epochs 3 in chunks of 1: 3 chunks.
+    assert len(rows) == 9 and len({row[0] for row in rows}) == 3
+    catalogue = load_catalogue(PROFILE / "htcannex.yaml")
+    for run_uuid, chunk, site, *argv in rows:
+        assert site == catalogue.rotation.place("train_chunk", {"run": run_uuid, "chunk": chunk}).site
+        # arguments = pretrain.sh $(epoch) $(epochs_per_job) $(run_uuid) $(random_seed) $(alpha) $(optimizer)
+        assert argv[:5] == ["/bin/bash", "pretrain.sh", chunk, "1", run_uuid]
+        assert argv[6] in ("0", "1", "2") and argv[7] == "adamw"
+    assert sorted({row[9] for row in rows}) == ["0", "1", "2"]
+
+
+@pytest.mark.parametrize("spec, values", [
+    ({"type": "range", "stop": 3}, ["0", "1", "2"]),
+    ({"type": "range", "start": 1, "stop": 7, "step": 3}, ["1", "4"]),
+    ({"type": "list", "value": [0.1, "1e-3"]}, ["0.1", "1e-3"]),
+    ({"type": "value", "value": "adam", "description": "one value"}, ["adam"]),
+])
+def test_each_var_kind_with_mldags_defaults(experiment_dir, spec, values):
+    edited(experiment_dir, lambda e: e["vars"].update(alpha=spec))
+    result = plan(experiment_dir)
+    assert result.returncode == 0, result.stderr
+    assert sorted({line.split()[9] for line in result.stdout.splitlines()[1:]}) == sorted(values)
+
+
+def gpu_template(e):
+    e["submit_template"] = e["submit_template"].replace("request_cpus = 1", "request_cpus = 1\nrequest_gpus = 1")
+
+
+@pytest.mark.parametrize("edit, words", [
+    (gpu_template, "submit_template command request_gpus = 1 contradicts site"),
+    (lambda e: e.update(submit_template=e["submit_template"].replace("{resource.mem_mb}", "{resource.memory}")),
+     "{resource.memory} is not known for site"),
+    (lambda e: e.update(submit_template=e["submit_template"].replace("queue", "+TargetAnnexName = \"mine\"\nqueue")),
+     "TargetAnnexName is set by the rotation"),
+    (lambda e: e["vars"].update(alpha={"type": "value", "value": "1\nexecutable = /bin/evil"}), "control character"),
+    (lambda e: e["vars"].update(alpha={"type": "range", "start": 0.1, "stop": 1}), "is not a whole number"),
+    (lambda e: e["vars"].update(epochs_per_job={"type": "value", "value": 2}), "not a multiple of vars.epochs_per_job"),
+    (lambda e: e.pop("submit_template"), "no submit_template"),
+])
+def test_refusals_name_what_to_fix_before_anything_is_submitted(experiment_dir, edit, words):
+    result = plan(edited(experiment_dir, edit))
+    assert result.returncode == 2 and words in result.stderr, result.stderr
+
+
+@pytest.mark.slow
+def test_run_trains_every_epoch_once_hopping_between_annexes(experiment_dir, embedded_pool):
+    result = run([str(BIN / "htcannex"), "experiment", "run", "Experiment.yaml", "--profile", str(PROFILE)],
+                 experiment_dir, pool_env(embedded_pool))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-6000:]
+    assert "not passing WANDB_API_KEY to jobs" in output and "a1bbea51509891a9" not in output
+
+    records = {}
+    for record in sorted(experiment_dir.glob("results/toy_pretraining/checkpoints/distributed/*/*.vars.json")):
+        chunk_vars = json.loads(record.read_text())
+        records.setdefault(chunk_vars["run_uuid"], []).append(chunk_vars)
+    assert len(records) == 3
+    annex_of = annexes_by_job(experiment_dir)
+    ads = embedded_pool.schedd().history('HtcannexRule == "train_chunk"', [
+        "ClusterId", "ProcId", "HtcannexWildcards", "JobDurationCategory", "RequestMemory", "Environment",
+        "WhenToTransferOutput"])
+    hops = {}
+    for ad in ads:
+        wildcards = json.loads(ad["HtcannexWildcards"])
+        hops.setdefault(wildcards["run"], []).append((int(wildcards["chunk"]), annex_of[f"{ad['ClusterId']}.{ad['ProcId']}"]))
+        # The template's commands, as a submit file's: its category, {resource.mem_mb} of the site, its transfer
+        # policy; the secret withheld, the other variable passed.
+        assert ad["JobDurationCategory"] == "Medium" and ad["WhenToTransferOutput"] == "ON_EXIT"
+        assert ad["RequestMemory"] in (1024, 2048)
+        assert "TOY_MODE=fast" in ad["Environment"] and "WANDB_API_KEY" not in ad["Environment"]
+    for run_uuid, chunk_vars in records.items():
+        # The VARS MLDAG gives each chunk: epoch = the last epoch it trains to, continue_from_checkpoint from chunk 2.
+        assert [(v["epoch"], "continue_from_checkpoint" in v) for v in chunk_vars] == [(1, False), (2, True), (3, True)]
+        alpha, seed = chunk_vars[0]["alpha"], chunk_vars[0]["random_seed"]
+        # Every epoch once, resumed from the previous chunk's transferred output, with the run's swept value.
+        history = (experiment_dir / "output" / run_uuid / "history").read_text().splitlines()
+        assert history == [f"epoch {e} seed {seed} alpha {alpha} optimizer adamw" for e in (1, 2, 3)]
+        annexes = [annex for _, annex in sorted(hops[run_uuid])]
+        assert len(annexes) == 3 and len(set(annexes)) == 3, annexes
+    assert sorted(v[0]["alpha"] for v in records.values()) == [0, 1, 2]

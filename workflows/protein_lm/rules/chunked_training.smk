@@ -1,0 +1,60 @@
+# protein_lm's config as chunked_training's (../chunked_training/rules/common.smk reads these
+# keys): train's values and sweep's variables become vars, pretrain makes the chunks, and
+# scripts/train_chunk.py is the training command.
+from dataclasses import fields
+
+from protein_lm.config import TrainParams
+from protein_lm.sweep import expand_variable
+
+TRAIN_KEYS = [f.name for f in fields(TrainParams)]
+
+
+def _chunked_vars(config):
+    pretrain = config["pretrain"]
+    specs = {
+        "epochs": {"type": "value", "value": pretrain["chunks"] * pretrain["epochs_per_job"]},
+        "epochs_per_job": {"type": "value", "value": pretrain["epochs_per_job"]},
+        "checkpoint_every_steps": {"type": "value", "value": pretrain["checkpoint_every_steps"]},
+    }
+    specs |= {name: {"type": "value", "value": value} for name, value in config["train"].items()}
+    # protein_lm's sweep ranges may be fractional (MLDAG's are Python's range): give the values.
+    specs |= {name: {"type": "list", "value": expand_variable(name, spec)} for name, spec in config["sweep"].items()}
+    return specs
+
+
+def _training_command(specs):
+    seed = "{seed}" if "seed" in specs else "{random_seed}"  # unless seeds are swept, each run its own
+    params = " ".join(f"{name}={{{name}}}" for name in TRAIN_KEYS if name != "seed")
+    return (
+        "{python} {workflow_dir}/scripts/train_chunk.py --run {run_uuid} --chunk {chunk} "
+        "--epochs-per-job {epochs_per_job} --total-epochs {epochs} --data " + SIMULATED_SCORES + " "
+        "--resume-from {resume_from} --write-to {write_to} --self-checkpoint {self_checkpoint} "
+        "--checkpoint-every-steps {checkpoint_every_steps} --threads {threads} "
+        f"--params seed={seed} {params}"
+    )
+
+
+SIMULATED_SCORES = "results/data/SYNTHETIC_simulated_scores.tsv"
+_vars = _chunked_vars(config)
+config |= {
+    "name": "protein_lm",
+    "vars": _vars,
+    "training": {
+        "command": _training_command(_vars),
+        # With OSDF checkpoints a chunk's job runs Snakemake, which gets scripts/ as workflow sources
+        # (listed as inputs too, the package directory, written to by Python's bytecode cache in the
+        # sandbox, would look updated to it and pull the previous chunk in again); with local ones
+        # the job runs the command alone and needs them as inputs.
+        "files": [SIMULATED_SCORES] + (["{workflow_dir}/scripts/train_chunk.py", "{workflow_dir}/scripts/protein_lm"]
+                                       if config["checkpoint_store"] == "local" else []),
+        "checkpoint_suffix": ".pt",
+        "sidecars": [".sha256"],
+        "self_checkpoint": bool(config["pretrain"]["checkpoint_every_steps"]),
+        "threads": config["pretrain"]["threads"],
+        "resources": {"mem_mb": config["pretrain"]["mem_mb"], "runtime": config["pretrain"]["runtime"]},
+        "submit": {},
+    },
+    "baseline": "unbroken",
+    # The data and the model shape decide a checkpoint as much as the command does.
+    "checkpoint_depends_on": config["data"],
+}
