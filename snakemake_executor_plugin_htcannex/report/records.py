@@ -59,7 +59,7 @@ class Run:
     slot: Optional[str] = None
     host: Optional[str] = None
     allocated: dict = field(default_factory=dict)  # the slot's Cpus, Memory, Disk, GPUs (ExecuteProps)
-    annex: Optional[str] = None  # the slot's AnnexName, where the execute event says
+    annex: Optional[str] = None  # the slot's AnnexName, where the job named it in ulog_execute_attrs (htcannex does)
     input_transfers: list = field(default_factory=list)  # [Interval]
     output_transfers: list = field(default_factory=list)
     checkpoints: list = field(default_factory=list)  # times a self-checkpoint was taken
