@@ -21,6 +21,11 @@ from 0 (the rotation's examples) or from 1 (protein_lm), so the first chunk is
 the lowest one of the rule in the event log (a chain submits it before the
 others) unless the caller says (`first_chunk`).
 
+A row's CHECK (provenance.chunk_check): a finished chunk completed once in its latest
+Snakemake run, on the annex its job was sent to (TargetAnnexName) -- the annex of the slot
+its execute event names, from the collector while the annex is up. Whether a job trained only
+its own epochs is recorded in the checkpoints; the workflow's compare checks that.
+
 A row counts the submissions of the chunk's latest Snakemake run only: one
 working directory keeps one event log across runs (successive `make demo`s),
 and Snakemake numbers attempts from 1 again in every run, so the latest
@@ -35,7 +40,7 @@ from typing import Optional
 
 import htcondor2
 
-from . import paths
+from . import paths, provenance
 from .driver import DriverSource, DriverStatus
 from .driver import render as render_driver
 from .rotation import run_order_key
@@ -59,6 +64,7 @@ class ChunkRow:
     epochs: Optional[str]  # "5-8" for chunk 1 with 4 epochs per job
     seconds: Optional[float]  # running: so far; done: start to finish; idle/held: waiting so far
     hold_reason: Optional[str] = None
+    check: str = "-"  # provenance of a finished chunk (module docstring)
 
 
 @dataclass
@@ -104,6 +110,7 @@ class BoardSource:
         self.epochs_per_job = epochs_per_job
         self.first_chunk = first_chunk  # None: the lowest chunk of each rule in the event log
         self._ads: dict = {}  # job id -> what the executor recorded; finished jobs' ads never change
+        self._slot_annexes: dict = {}  # slot name -> AnnexName, of every annex slot seen up
 
     def close(self) -> None:
         self.tracker.close()
@@ -115,9 +122,10 @@ class BoardSource:
         self._refresh_ads()
         chunks = self._chunks()
         first_chunks = self._first_chunks(chunks)
+        annexes = self._annexes(now)
         rows = [self._row(key, jobs, first_chunks.get(key[0]), now) for key, jobs in chunks.items()]
         rows.sort(key=lambda row: (row.rule, _run_order(row.run), row.chunk if row.chunk is not None else -1))
-        return Board(rows=rows, sites=self._profile(rows), annexes=self._annexes(now),
+        return Board(rows=rows, sites=self._profile(rows), annexes=annexes,
                      epoch_time_source=self._source(), first_chunks=first_chunks, generated_at=now,
                      driver=self.driver.status())
 
@@ -126,7 +134,8 @@ class BoardSource:
             return []
         by_annex: dict = {}
         for slot in self.collector.query(htcondor2.AdTypes.Startd, constraint="AnnexName isnt undefined",
-                                         projection=["AnnexName", "State", "AnnexLifetimeEnd"]):
+                                         projection=["Name", "AnnexName", "State", "AnnexLifetimeEnd"]):
+            self._slot_annexes[slot["Name"]] = slot["AnnexName"]
             row = by_annex.setdefault(slot["AnnexName"], AnnexRow(slot["AnnexName"], 0, 0, None))
             row.slots += 1
             row.busy += slot.get("State") == "Claimed"
@@ -182,10 +191,15 @@ class BoardSource:
                        if record.finished_at is not None and record.started_at is not None else None)
         else:
             seconds = now - record.submitted_at
-        annex = record.annex or ad.get("TargetAnnexName")
+        ran_on = record.annex or self._slot_annexes.get(record.slot)
+        annex = ran_on or ad.get("TargetAnnexName")
+        check = "-"
+        if chunk is not None and record.phase is JobPhase.SUCCEEDED:
+            completions = sum(other.phase is JobPhase.SUCCEEDED for other, _ in jobs)
+            check = provenance.chunk_check(ad.get("TargetAnnexName"), ran_on, record.slot, completions)
         return ChunkRow(rule=rule, run=run, chunk=chunk, job=record.job_id, jobs=len(jobs), site=ad.get("HtcannexSite"),
                         annex=annex, state=PHASE_WORDS[record.phase], epochs=epochs, seconds=seconds,
-                        hold_reason=redact(record.hold_reason) if record.hold_reason else None)
+                        hold_reason=redact(record.hold_reason) if record.hold_reason else None, check=check)
 
     def _profile(self, rows: list) -> list:
         by_site: dict = {}
@@ -204,13 +218,13 @@ class BoardSource:
 
 def render(board: Board) -> str:
     """The board as a terminal table."""
-    header = ["RULE", "RUN", "CHUNK", "EPOCHS", "SITE", "STATE", "TIME", "JOB", "NOTE"]
+    header = ["RULE", "RUN", "CHUNK", "EPOCHS", "SITE", "STATE", "TIME", "JOB", "CHECK", "NOTE"]
     table = [header]
     lines = render_driver(board.driver)
     for row in board.rows:
         note = (f"{row.jobs} submissions" if row.jobs > 1 else "") + (f" {row.hold_reason}" if row.hold_reason else "")
         table.append([row.rule, row.run or "-", "-" if row.chunk is None else str(row.chunk), row.epochs or "-",
-                      row.site or "-", row.state, duration(row.seconds), row.job, note.strip()[:60]])
+                      row.site or "-", row.state, duration(row.seconds), row.job, row.check, note.strip()[:60]])
     lines += columns(table)
     if any(row.epochs for row in board.rows):
         lines.append("EPOCHS count from each rule's first chunk: " + ", ".join(

@@ -47,7 +47,7 @@ def test_board_follows_chunks_from_running_to_done_with_site_epoch_times(workdir
     assert 0 < annexes["htcannex-a"]["seconds_left"] <= 30 * 60
 
     text = status(workdir, embedded_pool, "--once").stdout
-    assert text.splitlines()[0].split() == ["RULE", "RUN", "CHUNK", "EPOCHS", "SITE", "STATE", "TIME", "JOB", "NOTE"]
+    assert text.splitlines()[0].split() == ["RULE", "RUN", "CHUNK", "EPOCHS", "SITE", "STATE", "TIME", "JOB", "CHECK", "NOTE"]
     assert "chunk wall time only: epochs_per_job unknown" in text  # no config/config.yaml here
 
     # Without --once it refreshes until Ctrl-C.

@@ -16,7 +16,8 @@ from protein_lm.data import DataConfig, generate  # noqa: E402
 
 TINY_DATA = {
     "seed": 7, "n_variants": 120, "n_experimental": 40, "max_mutations": 3, "library_sites": 10,
-    "epistatic_pairs": 5, "noise": 0.1, "experimental_noise": 0.3, "val_fraction": 0.2,
+    "epistatic_pairs": 5, "noise": 0.1, "experimental_noise": 0.3, "epistasis_scale": 0.3, "hidden_fraction": 0.0,
+    "val_fraction": 0.2,
     "experimental_test_fraction": 0.5,
 }
 TINY_TRAIN = {

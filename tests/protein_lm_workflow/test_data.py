@@ -43,3 +43,18 @@ def test_bad_variant_names_the_mutation():
         parse_variant("A65T")
     with pytest.raises(VariantError, match="'S65' is not of the form"):
         parse_variant("S65")
+
+
+def test_a_hidden_landscape_takes_its_share_of_the_experimental_target(tmp_path):
+    """hidden_fraction h: the target correlates with the simulated terms' readout at about sqrt(1 - h)
+    (before noise); the simulated scores do not change."""
+    def made(h: float, name: str):
+        paths = [tmp_path / f"{name}-{n}" for n in ("s.tsv", "e.tsv", "m.json")]
+        generate(DataConfig(**(TINY_DATA | {"n_experimental": 400, "experimental_noise": 0.0, "hidden_fraction": h})), *paths)
+        return paths[0].read_bytes(), load_splits(paths[1], ("score",), standardize_on="train")
+    simulated, plain = made(0.0, "plain")
+    same_simulated, mixed = made(0.75, "mixed")
+    assert simulated == same_simulated
+    r = np.corrcoef(np.concatenate([s.targets[:, 0] for s in plain.values()]),
+                    np.concatenate([s.targets[:, 0] for s in mixed.values()]))[0, 1]
+    assert 0.35 < r < 0.65  # sqrt(1 - 0.75) = 0.5, from 400 variants

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from protein_lm import checkpoint
+from protein_lm.runtime import cpu_model
 from protein_lm.training import Outcome, train_chunk
 
 from .test_training import job
@@ -34,7 +35,7 @@ def test_checkpoint_written_on_a_gpu_resumes_on_a_cpu_only_site(tiny_data, tiny_
     assert train_chunk(job(tiny_data, tiny_params, tmp_path, 2, 2, "gpu")) is Outcome.FINISHED
     resumed = checkpoint.load(tmp_path / "gpu-2.pt")
     assert [e["epoch"] for e in resumed["history"]] == [1, 2, 3, 4]
-    assert {(e["device"], e["precision"]) for e in resumed["history"]} == {("cpu", "fp32")}
+    assert {(e["device"].split()[0], e["precision"]) for e in resumed["history"]} == {("cpu", "fp32")}
     assert all(t.device.type == "cpu" for t in resumed["model"].values())
 
 
@@ -45,4 +46,4 @@ def test_each_epoch_records_where_and_how_it_trained(tiny_data, tiny_params, tmp
     train_chunk(job(tiny_data, tiny_params, tmp_path, 1, 1, "where"))
     (epoch,) = checkpoint.load(tmp_path / "where-1.pt")["history"]
     assert (epoch["site"], epoch["slot"], epoch["job"], epoch["planned_site"]) == ("local", None, None, None)
-    assert (epoch["device"], epoch["precision"], epoch["torch"]) == ("cpu", "fp32", torch.__version__)
+    assert (epoch["device"], epoch["precision"], epoch["torch"]) == (f"cpu ({cpu_model()})", "fp32", torch.__version__)

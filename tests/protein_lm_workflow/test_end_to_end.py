@@ -17,9 +17,13 @@ from .conftest import REPO, WORKFLOW, snakemake, tiny_config
 pytestmark = pytest.mark.slow
 
 
-def summary(workdir: Path) -> list[dict]:
-    with open(workdir / "results" / "compare" / "summary.tsv") as handle:
+def table(workdir: Path, name: str) -> list[dict]:
+    with open(workdir / "results" / "compare" / name) as handle:
         return list(csv.DictReader(handle, delimiter="\t"))
+
+
+def summary(workdir: Path) -> list[dict]:
+    return table(workdir, "summary.tsv")
 
 
 def final_states(checkpoints: Path, variant: str) -> list[dict]:
@@ -41,13 +45,18 @@ def test_local_executor_end_to_end_with_osdf_checkpoints_and_report(tmp_path):
     rows = summary(tmp_path)
     assert [row["param:seed"] for row in rows] == ["1"]
     # Same machine, same code: the distributed twin is bitwise the baseline.
-    assert rows[0]["val_loss:verdict"] == rows[0]["spearman:verdict"] == "identical (bitwise)"
+    assert (rows[0]["verdict"], rows[0]["bitwise"]) == ("identical (bitwise)", "yes")
     assert float(rows[0]["spearman:delta"]) == 0
+    # The local executor shows no HTCondor ads: provenance is said to be unchecked, not ok.
+    assert {row["state"] for row in table(tmp_path, "provenance.tsv")} == {"not checked"}
+    study = table(tmp_path, "equivalence.tsv")
+    assert [(row["metric"], row["verdict"]) for row in study] == [
+        ("val_loss", "identical (every delta 0)"), ("spearman", "identical (every delta 0)")]
     stored = sorted(str(p.relative_to(origin)) for p in origin.rglob("*-chunk-*"))
     # 2 distributed chunks and the twin's one job, each with its sidecar.
     assert len(stored) == 6 and sum(name.endswith(".pt.sha256") for name in stored) == 3
     assert not (tmp_path / "results" / "checkpoints").exists()
-    for name in ("loss_curves.png", "site_timeline.png", "epoch_time_per_site.png"):
+    for name in ("loss_curves.png", "site_timeline.png", "epoch_time_per_site.png", "equivalence.png"):
         assert (tmp_path / "results" / "compare" / name).read_bytes().startswith(b"\x89PNG")
     metadata = (tmp_path / "results" / "data" / "SYNTHETIC_metadata.json").read_text()
     assert '"SYNTHETIC": true' in metadata
@@ -119,7 +128,10 @@ def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
     assert not seen, sorted(seen)
 
     rows = summary(workdir)
-    assert len(rows) == 1 and rows[0]["val_loss:verdict"] == "identical (bitwise)"
+    assert len(rows) == 1 and rows[0]["verdict"] == "identical (bitwise)"
+    # Every epoch in its planned job, slot and annex, as the event log says (issue 11.5).
+    provenance = table(workdir, "provenance.tsv")
+    assert [row["state"] for row in provenance] == ["ok", "ok"], provenance
     run = rows[0]["run"]
     (training_set,) = (origin / "htcannex" / "protein_lm").iterdir()
     stored = sorted(str(p.relative_to(training_set)) for p in training_set.rglob("*-chunk-*"))

@@ -51,6 +51,17 @@ def load(path: Path) -> dict:
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
+def weights_digest(weights: dict) -> str:
+    """sha256 over every tensor's name, dtype, shape and bytes: equal digests mean bitwise-equal
+    weights, so the comparison needs no checkpoint, only this (evaluate_chunk writes it)."""
+    digest = hashlib.sha256()
+    for name in sorted(weights):
+        tensor = weights[name].detach().cpu().contiguous().reshape(-1)
+        digest.update(f"{name} {tensor.dtype} {tuple(weights[name].shape)}\n".encode())
+        digest.update(tensor.view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
 def remove(path: Path) -> None:
     path = Path(path)
     path.unlink(missing_ok=True)

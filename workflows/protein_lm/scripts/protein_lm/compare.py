@@ -1,14 +1,34 @@
-"""Distributed (hopping) runs against their pinned baseline twins: tables and a verdict.
+"""Distributed (hopping) runs against their pinned twins: provenance, bitwise checks, and a
+paired equivalence study that can fail.
 
-Equivalence is judged against seed-to-seed spread: a hop-induced change no larger than what a
-different seed does to the baseline is noise. On one machine the twins should be bitwise equal
-(same code, same RNG streams); across GPU types only the statistical verdict means anything.
+Per run: did every epoch train exactly once, in its planned job and on its planned site
+(snakemake_executor_plugin_htcannex.provenance)? Did the hopping run end bitwise equal to its
+twin when both ran on the same hardware at the same precision (any difference there is a resume
+bug, not noise)? Which devices and precisions did it use (a run mixing them is labelled)?
+
+Per group of runs that differ only in seed (the study): the paired deltas d_i = distributed_i -
+baseline_i (same seed, hopping vs pinned), their mean with its 90% CI, and two one-sided tests
+(TOST, statsmodels' ttost_paired) against an equivalence margin fixed in the config before the
+run. Verdicts (docs/protein_lm.md, "Equivalence study"):
+- "equivalent": TOST rejects at alpha, i.e. the 90% CI lies inside (-margin, +margin);
+- "not equivalent": not shown equivalent and the CI excludes 0 (a systematic difference);
+- "insufficient seeds": neither; with the number of seeds the margin needs at the observed SD
+  (statsmodels' TTestPower at the configured power; one-sided, so a lower bound for TOST);
+- "identical (every delta 0)": no pair differs in this metric (bitwise twins; summary.tsv says);
+- "ERROR: provenance": a run of the group failed the provenance check; its numbers prove nothing.
 """
 
+import math
 import statistics
 from dataclasses import dataclass
 
-import torch
+import numpy as np
+from scipy import stats
+from snakemake_executor_plugin_htcannex import provenance
+from statsmodels.stats.power import TTestPower
+from statsmodels.stats.weightstats import ttost_paired
+
+from .finetuning import METHODS
 
 VARIANTS = ("distributed", "baseline")
 METRICS = ("val_loss", "spearman")
@@ -20,9 +40,13 @@ class RunResult:
     variant: str
     swept: dict
     seed_group: str
-    state: dict          # the final checkpoint: weights, history (per-epoch loss, time, site), segments
-    evaluations: list    # evaluate_chunk outputs, chunk order
+    evaluations: list    # evaluate_chunk outputs, chunk order; the last carries the final checkpoint's
+                         # history (per-epoch loss, time, site, job, device), segments and weights digest
     finetune: dict
+
+    @property
+    def state(self) -> dict:
+        return self.evaluations[-1]
 
     @property
     def metrics(self) -> dict:
@@ -36,43 +60,184 @@ class RunResult:
     def sites(self) -> list[str]:
         return sorted({epoch["site"] for epoch in self.state["history"]})
 
+    @property
+    def hardware(self) -> list[str]:
+        """Device, precision and torch of its epochs, in order of first use."""
+        return list(dict.fromkeys(hardware_label(epoch) for epoch in self.state["history"]))
 
-def same_weights(a: dict, b: dict) -> bool:
-    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+def hardware_label(epoch: dict) -> str:
+    # Checkpoints from before devices were recorded (issue 19.4) say nothing: "unrecorded".
+    return " ".join(str(epoch.get(key, "unrecorded")) for key in ("device", "precision", "torch"))
 
 
-def verdict(delta: float | None, baseline_values: list, equivalence_k: float, min_seeds: int, identical: bool) -> str:
+@dataclass(frozen=True)
+class Plan:
+    """What the run was meant to do: per variant, the chunk that trains epoch 1 and how many
+    epochs each chunk trains (the unbroken twin: one chunk, all of them)."""
+
+    total_epochs: int
+    chunks: dict  # variant -> {"first_chunk": k, "epochs_per_job": n}
+
+    @classmethod
+    def from_dict(cls, plan: dict) -> "Plan":
+        return cls(plan["total_epochs"], {variant: plan[variant] for variant in VARIANTS})
+
+    def chunk_of_epoch(self, variant: str):
+        first, per_job = self.chunks[variant]["first_chunk"], self.chunks[variant]["epochs_per_job"]
+        return lambda epoch: first + (epoch - 1) // per_job
+
+
+def provenance_checks(results: list[RunResult], plan: Plan, jobs) -> dict:
+    """(run, variant) -> provenance.Check of its final checkpoint's history."""
+    return {
+        (r.run_id, r.variant): provenance.check_epochs(r.state["history"], r.run_id, plan.total_epochs,
+                                                       plan.chunk_of_epoch(r.variant), jobs)
+        for r in results
+    }
+
+
+def bitwise_check(dist: RunResult, base: RunResult) -> tuple[bool, str]:
+    """(identical, verdict) of one run's twins."""
+    identical = dist.state["weights_sha256"] == base.state["weights_sha256"]
     if identical:
-        return "identical (bitwise)"
-    values = [v for v in baseline_values if v is not None]
-    if delta is None or len(values) < min_seeds:
-        return f"insufficient seeds ({len(values)} < {min_seeds})"
-    spread = statistics.stdev(values)
-    if abs(delta) <= equivalence_k * spread:
-        return "equivalent"
-    return f"differs (|delta| > {equivalence_k:g} x SD {spread:.3g})"
+        return True, "identical (bitwise)"
+    if dist.hardware == base.hardware and len(dist.hardware) == 1:
+        return False, f"ERROR: differs from its twin on the same hardware ({dist.hardware[0]}): a resume bug"
+    return False, "differs (other hardware or precision: judged by the study)"
 
 
-def summary_rows(results: list[RunResult], equivalence_k: float, min_seeds: int) -> list[dict]:
-    """One row per run: both variants' metrics, their delta and the verdict."""
+def provenance_rows(results: list[RunResult], checks: dict) -> list[dict]:
+    return [{"run": r.run_id, "variant": r.variant, "state": checks[(r.run_id, r.variant)].state,
+             "check": checks[(r.run_id, r.variant)].summary(),
+             "jobs": " ".join(dict.fromkeys(str(e.get("job")) for e in r.state["history"])),
+             "slots": " ".join(dict.fromkeys(str(e.get("slot")) for e in r.state["history"]))}
+            for r in results]
+
+
+def summary_rows(results: list[RunResult], checks: dict) -> list[dict]:
+    """One row per run: both variants' metrics and their delta, the bitwise check, hardware, provenance."""
     by_run = {(r.run_id, r.variant): r for r in results}
     rows = []
     for run_id in dict.fromkeys(r.run_id for r in results):
         dist, base = by_run[(run_id, "distributed")], by_run[(run_id, "baseline")]
-        group = [r for r in results if r.variant == "baseline" and r.seed_group == base.seed_group]
-        identical = same_weights(dist.state["model"], base.state["model"])
+        identical, verdict = bitwise_check(dist, base)
+        failed = [v for v in VARIANTS if checks[(run_id, v)].state == provenance.ERROR]
+        if failed:
+            verdict = "ERROR: provenance of " + ", ".join(failed) + " (see provenance.tsv)"
         row = {"run": run_id, **{f"param:{name}": value for name, value in dist.swept.items()}}
         for metric in METRICS:
             d, b = dist.metrics[metric], base.metrics[metric]
-            delta = None if d is None or b is None else d - b
-            row |= {
-                f"{metric}:distributed": d, f"{metric}:baseline": b, f"{metric}:delta": delta,
-                f"{metric}:verdict": verdict(delta, [g.metrics[metric] for g in group], equivalence_k, min_seeds, identical),
-            }
+            row |= {f"{metric}:distributed": d, f"{metric}:baseline": b,
+                    f"{metric}:delta": None if d is None or b is None else d - b}
         row |= {
+            "verdict": verdict, "bitwise": "yes" if identical else "no",
+            "hardware:distributed": mixed(dist.hardware), "hardware:baseline": mixed(base.hardware),
+            "provenance:distributed": checks[(run_id, "distributed")].state,
+            "provenance:baseline": checks[(run_id, "baseline")].state,
             "wall_s:distributed": dist.wall_s, "wall_s:baseline": base.wall_s,
             "sites:distributed": " ".join(dist.sites), "sites:baseline": " ".join(base.sites),
         }
+        rows.append(row)
+    return rows
+
+
+def mixed(hardware: list[str]) -> str:
+    return hardware[0] if len(hardware) == 1 else "MIXED: " + " + ".join(hardware)
+
+
+@dataclass(frozen=True)
+class Margins:
+    """Set in the config before the run (compare.margin, compare.alpha, compare.power)."""
+
+    margin: dict   # metric -> equivalence margin on the paired delta, in the metric's units
+    alpha: float   # of each one-sided test; the CI shown is the (1 - 2 alpha) one
+    power: float   # for the number of seeds needed
+
+
+def equivalence(distributed: list[float], baseline: list[float], margin: float, alpha: float, power: float) -> dict:
+    """The paired study of one metric: mean delta, its (1 - 2 alpha) CI, TOST p, verdict, seeds needed."""
+    x1, x2 = np.asarray(distributed, dtype=float), np.asarray(baseline, dtype=float)
+    deltas = x1 - x2
+    n = len(deltas)
+    row = {"pairs": n, "margin": margin, "mean_delta": float(deltas.mean()) if n else None, "sd_delta": None,
+           "ci_low": None, "ci_high": None, "tost_p": None, "seeds_needed": None}
+    if n and not deltas.any():
+        return row | {"sd_delta": 0.0, "ci_low": 0.0, "ci_high": 0.0, "verdict": "identical (every delta 0)"}
+    if n < 2:
+        return row | {"verdict": f"insufficient seeds ({n} pair: no spread; 2 or more needed)"}
+    sd = float(deltas.std(ddof=1))
+    mean = float(deltas.mean())
+    if sd == 0:  # equal non-zero deltas: no spread, the CI is the point
+        low = high = mean
+        p = 0.0 if abs(mean) < margin else 1.0
+    else:
+        ci = stats.ttest_1samp(deltas, 0.0).confidence_interval(1 - 2 * alpha)
+        low, high = float(ci.low), float(ci.high)
+        p = float(ttost_paired(x1, x2, -margin, margin)[0])
+    row |= {"sd_delta": sd, "ci_low": low, "ci_high": high, "tost_p": p, "seeds_needed": seeds_needed(mean, sd, margin, alpha, power)}
+    if p < alpha:
+        verdict = f"equivalent ({100 * (1 - 2 * alpha):g}% CI inside +-{margin:g})"
+    elif low > 0 or high < 0:
+        verdict = f"not equivalent ({100 * (1 - 2 * alpha):g}% CI [{low:+.3g}, {high:+.3g}] excludes 0, not inside +-{margin:g})"
+    elif row["seeds_needed"] is None:
+        verdict = f"insufficient seeds ({n}; none suffice while |mean delta| {abs(mean):.3g} >= margin {margin:g})"
+    else:
+        verdict = f"insufficient seeds ({n}; about {row['seeds_needed']} needed at SD {sd:.3g})"
+    return row | {"verdict": verdict}
+
+
+def seeds_needed(mean: float, sd: float, margin: float, alpha: float, power: float) -> int | None:
+    """Pairs for TOST to reach `power` if the true delta were the observed mean with the observed
+    SD: the one-sided test against the nearer margin (the binding side), so a lower bound."""
+    if abs(mean) >= margin:
+        return None
+    if sd == 0:
+        return 2
+    effect = (margin - abs(mean)) / sd
+    return max(2, math.ceil(TTestPower().solve_power(effect_size=effect, alpha=alpha, power=power, alternative="larger")))
+
+
+def equivalence_rows(results: list[RunResult], checks: dict, margins: Margins) -> list[dict]:
+    """One row per seed group and metric: the paired study."""
+    by_run = {(r.run_id, r.variant): r for r in results}
+    rows = []
+    for group in dict.fromkeys(r.seed_group for r in results):
+        runs = [r.run_id for r in results if r.variant == "baseline" and r.seed_group == group]
+        failed = [run for run in runs if any(checks[(run, v)].state == provenance.ERROR for v in VARIANTS)]
+        mixed_runs = [run for run in runs if any(len(by_run[(run, v)].hardware) > 1 for v in VARIANTS)]
+        swept = {k: v for k, v in by_run[(runs[0], "baseline")].swept.items() if k != "seed"}
+        for metric in METRICS:
+            pairs = [(by_run[(run, "distributed")].metrics[metric], by_run[(run, "baseline")].metrics[metric]) for run in runs]
+            pairs = [(d, b) for d, b in pairs if d is not None and b is not None]
+            row = equivalence([d for d, _ in pairs], [b for _, b in pairs], margins.margin[metric], margins.alpha, margins.power)
+            if failed:
+                row["verdict"] = f"ERROR: provenance check failed for {len(failed)} of {len(runs)} runs (see provenance.tsv)"
+            rows.append({"group": " ".join(f"{k}={v}" for k, v in swept.items()) or "all", "metric": metric, **row,
+                         "deltas": " ".join(f"{d - b:+.4g}" for d, b in pairs),
+                         "mixed_hardware_runs": len(mixed_runs)})
+    return rows
+
+
+def finetune_size_rows(results: list[RunResult]) -> list[dict]:
+    """Spearman against training-set size per method, over the pinned twins' fine-tuning sweeps
+    (runs x replicates; the hopping twins fine-tune copies of the same question): mean with its
+    95% CI across those fits. A fit whose predictions were constant has no Spearman; `fits`
+    counts those that have one."""
+    values: dict[tuple[str, int], list[float]] = {}
+    for r in results:
+        if r.variant == "baseline":
+            for row in r.finetune.get("sweep", []):
+                found = values.setdefault((row["method"], row["n_train"]), [])
+                if row["spearman"] is not None:
+                    found.append(row["spearman"])
+    rows = []
+    for (method, size), found in sorted(values.items(), key=lambda item: (item[0][1], METHODS.index(item[0][0]))):
+        row = {"method": method, "n_train": size, "fits": len(found), "mean_spearman": statistics.fmean(found) if found else None,
+               "sd": None, "ci95_low": None, "ci95_high": None}
+        if len(found) > 1 and statistics.stdev(found) > 0:
+            ci = stats.ttest_1samp(found, 0.0).confidence_interval(0.95)
+            row |= {"sd": statistics.stdev(found), "ci95_low": float(ci.low), "ci95_high": float(ci.high)}
         rows.append(row)
     return rows
 

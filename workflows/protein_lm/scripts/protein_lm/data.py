@@ -5,7 +5,9 @@ few hundred experimental measurements. Nothing here is measured or computed by R
 seeded random "landscape" over avGFP gives each score term structure a model can learn:
 per-site additive effects (sites differ in sensitivity, terms share latent factors, as Rosetta
 terms correlate), pairwise epistasis between sampled residue pairs, and noise. The
-"experimental" target is a nonlinear function of a few terms plus more noise.
+"experimental" target is a nonlinear function of a few terms plus more noise and, with
+`hidden_fraction` > 0, a hidden landscape no simulated term sees: the sim-to-real mismatch of
+real assays, where Rosetta's terms explain only part of what is measured.
 """
 
 import csv
@@ -33,6 +35,8 @@ class DataConfig:
     epistatic_pairs: int
     noise: float
     experimental_noise: float
+    epistasis_scale: float     # SD of a pair effect, in units of the additive effects' SD
+    hidden_fraction: float     # share of the experimental target's variance no simulated term sees
     val_fraction: float
     experimental_test_fraction: float
 
@@ -45,8 +49,9 @@ class Landscape:
     pair_loadings: np.ndarray   # terms x n_pairs
 
 
-def make_landscape(rng: np.random.Generator, wild_type: str, sites: np.ndarray, n_pairs: int) -> Landscape:
-    length, n_terms = len(wild_type), len(SCORE_TERMS)
+def make_landscape(rng: np.random.Generator, wild_type: str, sites: np.ndarray, n_pairs: int, epistasis_scale: float,
+                   n_terms: int = len(SCORE_TERMS)) -> Landscape:
+    length = len(wild_type)
     # Each latent factor is a site profile (buried sites matter more than exposed ones) times
     # an amino-acid property scale (as hydrophobicity or volume); terms mix the factors, so
     # they correlate as Rosetta's terms do. A small site-by-residue residual keeps it rough.
@@ -63,7 +68,7 @@ def make_landscape(rng: np.random.Generator, wild_type: str, sites: np.ndarray, 
     if n_pairs > len(candidates):
         raise ValueError(f"data.epistatic_pairs {n_pairs} exceeds the {len(candidates)} pairs of library sites; lower it or raise data.library_sites")
     pairs = np.array(candidates, dtype=np.int64)[np.sort(rng.choice(len(candidates), size=n_pairs, replace=False))].reshape(-1, 2)
-    pair_effects = rng.normal(scale=0.3 * additive.std(), size=(len(pairs), len(AMINO_ACIDS), len(AMINO_ACIDS)))
+    pair_effects = rng.normal(scale=epistasis_scale * additive.std(), size=(len(pairs), len(AMINO_ACIDS), len(AMINO_ACIDS)))
     pair_loadings = rng.normal(size=(n_terms, len(pairs)))
     return Landscape(additive, pairs, pair_effects, pair_loadings)
 
@@ -96,11 +101,19 @@ def score_variants(landscape: Landscape, tokens: np.ndarray, wild_type: str) -> 
     return scores
 
 
-def experimental_target(scores: np.ndarray) -> np.ndarray:
-    """A nonlinear readout of three terms, as fluorescence is a saturating function of stability."""
-    z = (scores - scores.mean(axis=0)) / scores.std(axis=0)
+def standardise(values: np.ndarray) -> np.ndarray:
+    return (values - values.mean(axis=0)) / values.std(axis=0)
+
+
+def experimental_target(scores: np.ndarray, hidden: np.ndarray, hidden_fraction: float) -> np.ndarray:
+    """A nonlinear readout of three terms, as fluorescence is a saturating function of stability,
+    mixed with a hidden landscape's score (`hidden_fraction` of the variance)."""
+    z = standardise(scores)
     rep, sol, hbond = (z[:, SCORE_TERMS.index(t)] for t in ("fa_rep", "fa_sol", "hbond_sc"))
-    return np.tanh(-0.8 * rep + 0.5 * hbond) - 0.3 * np.logaddexp(0.0, sol)
+    readout = np.tanh(-0.8 * rep + 0.5 * hbond) - 0.3 * np.logaddexp(0.0, sol)
+    if not hidden_fraction:
+        return readout
+    return np.sqrt(1 - hidden_fraction) * standardise(readout) + np.sqrt(hidden_fraction) * standardise(hidden)
 
 
 def split_labels(rng: np.random.Generator, n: int, held_out_fraction: float, names: tuple[str, str]) -> np.ndarray:
@@ -114,11 +127,15 @@ def generate(cfg: DataConfig, simulated_path: Path, experimental_path: Path, met
     # Like a site-saturation library, variants mutate a fixed subset of sites: with a few
     # thousand variants each substitution is then seen often enough to be learnt.
     sites = np.sort(rng.choice(len(AVGFP), size=cfg.library_sites, replace=False))
-    landscape = make_landscape(rng, AVGFP, sites, cfg.epistatic_pairs)
+    landscape = make_landscape(rng, AVGFP, sites, cfg.epistatic_pairs, cfg.epistasis_scale)
     variants = sample_variants(rng, AVGFP, sites, cfg.n_variants + cfg.n_experimental, cfg.max_mutations)
-    clean = score_variants(landscape, encode_variants(variants, AVGFP), AVGFP)
+    tokens = encode_variants(variants, AVGFP)
+    clean = score_variants(landscape, tokens, AVGFP)
+    # Its own generator, so that hidden_fraction 0 leaves every other number as it was.
+    hidden_landscape = make_landscape(np.random.default_rng([cfg.seed, 1]), AVGFP, sites, cfg.epistatic_pairs, cfg.epistasis_scale, 1)
+    hidden = score_variants(hidden_landscape, tokens, AVGFP)[:, 0]
     simulated = clean[: cfg.n_variants] + rng.normal(scale=cfg.noise * clean.std(axis=0), size=(cfg.n_variants, len(SCORE_TERMS)))
-    target = experimental_target(clean)[cfg.n_variants:]
+    target = experimental_target(clean, hidden, cfg.hidden_fraction)[cfg.n_variants:]
     target = target + rng.normal(scale=cfg.experimental_noise * target.std(), size=target.shape)
 
     sim_split = split_labels(rng, cfg.n_variants, cfg.val_fraction, ("train", "val"))
@@ -132,7 +149,8 @@ def generate(cfg: DataConfig, simulated_path: Path, experimental_path: Path, met
         "description": "Seeded synthetic stand-in for Rosetta scores and an experimental assay; not real data.",
         "wild_type": {"name": "avGFP", "uniprot": "P42212", "length": len(AVGFP)},
         "score_terms": list(SCORE_TERMS),
-        "experimental_target": "tanh(-0.8 fa_rep + 0.5 hbond_sc) - 0.3 softplus(fa_sol) + noise (z-scored terms)",
+        "experimental_target": "tanh(-0.8 fa_rep + 0.5 hbond_sc) - 0.3 softplus(fa_sol) (z-scored terms); with hidden_fraction h: "
+                               "sqrt(1-h) z(that) + sqrt(h) z(hidden landscape); then + noise",
         "config": asdict(cfg),
     }
     metadata_path.write_text(json.dumps(metadata, indent=2) + "\n")

@@ -1,19 +1,17 @@
-"""Validation of a pretraining checkpoint and fine-tuning on the experimental set."""
+"""Validation of a pretraining checkpoint; predictions and correlations that fine-tuning shares."""
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from scipy import stats
-from torch.nn import functional as F
 
 from . import checkpoint
 from .config import TrainParams
 from .data import SCORE_TERMS, load_splits
 from .runtime import autocast, configure
-from .training import build_model, seed_everything, train_step
+from .training import build_model
 
 
 @torch.no_grad()
@@ -40,7 +38,9 @@ def load_pretrained(path: Path, device: torch.device) -> tuple[dict, torch.nn.Mo
 
 
 def evaluate_checkpoint(path: Path, data: Path, threads: int) -> dict:
-    """Validation loss and per-term Pearson r of checkpoint k on the simulated validation split."""
+    """Validation loss and per-term Pearson r of checkpoint k on the simulated validation split,
+    with what the comparison needs of the checkpoint (its history and segments, a digest of its
+    weights), so that compare reads no checkpoint."""
     device = configure(threads)
     state, model = load_pretrained(path, device)
     val = load_splits(data, SCORE_TERMS)["val"]
@@ -52,42 +52,7 @@ def evaluate_checkpoint(path: Path, data: Path, threads: int) -> dict:
         "train_loss": state["history"][-1]["train_loss"],
         "val_loss": float(np.mean((prediction - val.targets) ** 2)),
         "pearson": {term: correlation(stats.pearsonr, prediction[:, i], val.targets[:, i]) for i, term in enumerate(SCORE_TERMS)},
-    }
-
-
-@dataclass(frozen=True)
-class FinetuneConfig:
-    epochs: int
-    lr: float
-    batch_size: int
-
-
-def finetune(pretrained: Path, experimental: Path, cfg: FinetuneConfig, threads: int) -> dict:
-    """METL's second stage: the pretrained encoder, a fresh one-output head, the small
-    experimental training split; Spearman rho on the held-out experimental split."""
-    device = configure(threads)
-    state, model = load_pretrained(pretrained, device)
-    params = TrainParams.from_dict(state["params"])
-    seed_everything(params.seed)
-    model.replace_head(1)
-    model.to(device)
-    splits = load_splits(experimental, ("score",))
-    train, test = splits["train"], splits["test"]
-    tokens, targets = torch.from_numpy(train.tokens), torch.from_numpy(train.targets)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=params.weight_decay)
-    model.train()
-    for _ in range(cfg.epochs):
-        order = torch.randperm(len(tokens))
-        for start in range(0, len(tokens), cfg.batch_size):
-            batch = order[start:start + cfg.batch_size]
-            train_step(model, optimizer, tokens[batch], targets[batch], device, params.grad_clip)
-    prediction = predict(model, test.tokens, device)[:, 0]
-    return {
-        "run": state["run_id"],
-        "pretrained_epochs": state["position"]["epoch"],
-        "finetune_epochs": cfg.epochs,
-        "n_train": len(train.tokens),
-        "n_test": len(test.tokens),
-        "test_mse": float(F.mse_loss(torch.from_numpy(prediction), torch.from_numpy(test.targets[:, 0]))),
-        "spearman": correlation(stats.spearmanr, prediction, test.targets[:, 0]),
+        "weights_sha256": checkpoint.weights_digest(state["model"]),
+        "history": state["history"],
+        "segments": state["segments"],
     }

@@ -104,6 +104,7 @@ class ProteinRegressor(nn.Module):
         # that signal drowns in what every sequence shares.
         return self.head(self.encode(tokens) - self.encode(self.wild_type))
 
-    def replace_head(self, n_outputs: int) -> None:
-        """Fine-tuning keeps the pretrained encoder and starts a fresh head."""
-        self.head = new_head(self.cfg.d_model, n_outputs)
+    def replace_head(self, n_outputs: int, dropout: float = 0.0) -> None:
+        """Fine-tuning keeps the pretrained encoder and starts a fresh linear head after dropout
+        on the backbone's output (METL: 0.5)."""
+        self.head = nn.Sequential(nn.Dropout(dropout), new_head(self.cfg.d_model, n_outputs))

@@ -1,4 +1,5 @@
-"""Figures for the comparison: loss curves coloured by site, a site timeline, epoch time per site."""
+"""Figures for the comparison: loss curves coloured by site, a site timeline, epoch time per site,
+and the equivalence study's effect sizes (paired deltas, mean with CI, margin)."""
 
 from pathlib import Path
 
@@ -72,6 +73,48 @@ def epoch_time_per_site(results: list[RunResult], path: Path) -> None:
     ax.set_xticks(range(len(colours)), list(colours), rotation=20)
     ax.set_ylabel("epoch wall time (s)")
     ax.grid(axis="y", alpha=0.3)
+    save(fig, path)
+
+
+def equivalence(rows: list[dict], alpha: float, path: Path) -> None:
+    """One panel per metric: each seed group's paired deltas (dots), their mean with its
+    (1 - 2 alpha) CI (bar), the equivalence margin (shaded) and the verdict."""
+    metrics = list(dict.fromkeys(row["metric"] for row in rows))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 1.2 + 0.9 * len(rows) / len(metrics)),
+                             squeeze=False, layout="constrained")
+    for ax, metric in zip(axes[0], metrics):
+        mine = [row for row in rows if row["metric"] == metric]
+        margin = mine[0]["margin"]
+        ax.axvspan(-margin, margin, color="tab:green", alpha=0.12, label=f"margin +-{margin:g}")
+        ax.axvline(0, color="0.5", linewidth=0.8)
+        for y, row in enumerate(mine):
+            deltas = [float(d) for d in row["deltas"].split()]
+            ax.scatter(deltas, [y] * len(deltas), color="0.4", s=14, zorder=2)
+            if row["ci_low"] is not None:
+                ax.errorbar(row["mean_delta"], y + 0.15, xerr=[[row["mean_delta"] - row["ci_low"]], [row["ci_high"] - row["mean_delta"]]],
+                            fmt="D", color="tab:red" if row["verdict"].startswith(("not", "ERROR")) else "black", capsize=4, zorder=3)
+            ax.annotate(row["verdict"], (0, y - 0.3), xycoords=("axes fraction", "data"), fontsize=7)
+        ax.set_yticks(range(len(mine)), [f"{row['group']} (n={row['pairs']})" for row in mine], fontsize=8)
+        ax.set_ylim(-0.6, len(mine) - 0.4)
+        ax.set_xlabel(f"{metric}: distributed - baseline (same seed); mean, {100 * (1 - 2 * alpha):g}% CI")
+        ax.legend(fontsize=7, loc="upper right")
+    save(fig, path)
+
+
+def finetune_sizes(rows: list[dict], path: Path) -> None:
+    """Spearman rho on the test split against training-set size, one line per method, 95% CI bars."""
+    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    for method in dict.fromkeys(row["method"] for row in rows):
+        mine = [row for row in rows if row["method"] == method and row["mean_spearman"] is not None]
+        sizes, means = [row["n_train"] for row in mine], [row["mean_spearman"] for row in mine]
+        errors = [[m - (row["ci95_low"] if row["ci95_low"] is not None else m) for m, row in zip(means, mine)],
+                  [(row["ci95_high"] if row["ci95_high"] is not None else m) - m for m, row in zip(means, mine)]]
+        ax.errorbar(sizes, means, yerr=errors, marker="o", capsize=3, label=method)
+    ax.set_xscale("log")
+    ax.set_xlabel("experimental variants for training (incl. validation)")
+    ax.set_ylabel("Spearman rho, test split (mean, 95% CI)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     save(fig, path)
 
 

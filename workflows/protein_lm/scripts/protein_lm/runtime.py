@@ -3,6 +3,8 @@
 import contextlib
 import gc
 import os
+import platform
+from pathlib import Path
 
 import torch
 
@@ -33,9 +35,20 @@ def autocast(device: torch.device):
 def hardware(device: torch.device) -> dict:
     """What a chunk ran on, recorded per chunk: twins are bitwise comparable only when every
     chunk of both ran on the same kind of device, at the same precision, with the same torch."""
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({cpu_model()})"
     # str(): a TorchVersion is not among the types a weights_only load accepts.
     return {"device": name, "precision": precision(device), "torch": str(torch.__version__)}
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux), else its architecture: sites with other CPUs may take other
+    vectorised code paths, so equal weights are expected only on the same model."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.machine() or "unknown"
 
 
 def skip_exit_collections() -> None:

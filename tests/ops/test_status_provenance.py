@@ -1,0 +1,58 @@
+"""`htcannex status` checks each finished chunk against the plan: completed once, on the annex it was sent to.
+
+The board reads an event log as a real HTCondor 25 writes it (execute events name the slot, not
+the annex) and the job ads; the annex of a slot comes from the collector's slot ads.
+"""
+import json
+
+from snakemake_executor_plugin_htcannex.board import BoardSource, render
+
+USAGE = "".join(f"\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  {what} Usage\n" for what in ("Run Remote", "Run Local", "Total Remote", "Total Local"))
+BYTES = "".join(f"\t0  -  {what} By Job\n" for what in ("Run Bytes Sent", "Run Bytes Received", "Total Bytes Sent", "Total Bytes Received"))
+
+
+def job_events(cluster: int, slot: str) -> str:
+    stamp = f"2026-12-03 10:00:{cluster:02d}"
+    return (f"000 ({cluster:03d}.000.000) {stamp} Job submitted from host: <192.0.2.1:9618>\n...\n"
+            f"001 ({cluster:03d}.000.000) {stamp} Job executing on host: <192.0.2.2:9618>\n\tSlotName: {slot}\n...\n"
+            f"005 ({cluster:03d}.000.000) {stamp} Job terminated.\n\t(1) Normal termination (return value 0)\n{USAGE}{BYTES}...\n")
+
+
+class Schedd:
+    def __init__(self, ads):
+        self.ads = ads
+
+    def query(self, constraint, projection):
+        return []
+
+    def history(self, constraint, projection):
+        return self.ads
+
+
+class Collector:
+    def query(self, ad_type, constraint, projection):
+        return [{"Name": f"slot1@{annex}", "AnnexName": f"htcannex-{annex}", "State": "Unclaimed"} for annex in "abc"]
+
+
+def ad(cluster: int, chunk: int, annex: str, attempt: int = 1) -> dict:
+    return {"ClusterId": cluster, "ProcId": 0, "HtcannexRule": "train_chunk", "HtcannexSite": annex,
+            "HtcannexWildcards": json.dumps({"run": "r1", "chunk": str(chunk)}), "HtcannexAttempt": attempt,
+            "TargetAnnexName": f"htcannex-{annex}"}
+
+
+def test_chunks_on_another_annex_or_completed_twice_are_errors(tmp_path):
+    (tmp_path / ".htcannex").mkdir()
+    (tmp_path / ".htcannex" / "jobs.log").write_text(
+        job_events(1, "slot1@a") + job_events(2, "slot1@c") + job_events(3, "slot1@a") + job_events(4, "slot1@b"))
+    ads = [ad(1, 1, "a"), ad(2, 2, "b"), ad(3, 3, "a"), ad(4, 3, "b", attempt=2)]
+    source = BoardSource(tmp_path, Schedd(ads), Collector(), epochs_per_job=2)
+    try:
+        board = source.board()
+    finally:
+        source.close()
+    assert [(row.chunk, row.check) for row in board.rows] == [
+        (1, "ok"),
+        (2, "ERROR: ran on htcannex-c, sent to htcannex-b"),
+        (3, "ERROR: completed 2 times"),
+    ]
+    assert render(board).splitlines()[2].split()[8:] == ["ERROR:", "ran", "on", "htcannex-c,", "sent", "to", "htcannex-b"]
