@@ -5,63 +5,12 @@ The logs are written in HTCondor's user-log text format and parsed by the real
 """
 import pytest
 
+from event_log_text import aborted, evicted, execute, held, released, submit, terminated
 from snakemake_executor_plugin_htcannex.tracking import (
     EventLogTracker,
     HoldPolicy,
     JobPhase,
 )
-
-STAMP = "2026-12-02 14:00:00"
-
-
-def submit(job):
-    return f"000 ({job}.000) {STAMP} Job submitted from host: <127.0.0.1:9618>\n...\n"
-
-
-def execute(job, annex):
-    return (
-        f"001 ({job}.000) {STAMP} Job executing on host: <127.0.0.1:9618>\n"
-        f"\tSlotName: slot1@{annex}\n\tAnnexName = \"{annex}\"\n...\n"
-    )
-
-
-def held(job, code, subcode=0, reason="Transfer input files failure: x not found"):
-    return (
-        f"012 ({job}.000) {STAMP} Job was held.\n\t{reason}\n"
-        f"\tCode {code} Subcode {subcode}\n...\n"
-    )
-
-
-def released(job):
-    return f"013 ({job}.000) {STAMP} Job was released.\n\tvia htcannex\n...\n"
-
-
-def evicted(job):
-    return (
-        f"004 ({job}.000) {STAMP} Job was evicted.\n\t(0) Job was not checkpointed.\n"
-        + "".join(f"\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  {usage} Usage\n" for usage in USAGES[:2])
-        + "".join(f"\t0  -  {traffic} By Job\n" for traffic in TRAFFIC[:2])
-        + "...\n"
-    )
-
-
-def terminated(job, value):
-    return (
-        f"005 ({job}.000) {STAMP} Job terminated.\n"
-        f"\t(1) Normal termination (return value {value})\n"
-        + "".join(f"\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  {usage} Usage\n" for usage in USAGES)
-        + "".join(f"\t0  -  {traffic} By Job\n" for traffic in TRAFFIC)
-        + "...\n"
-    )
-
-
-USAGES = ("Run Remote", "Run Local", "Total Remote", "Total Local")
-TRAFFIC = ("Run Bytes Sent", "Run Bytes Received", "Total Bytes Sent", "Total Bytes Received")
-
-
-def aborted(job):
-    return f"009 ({job}.000) {STAMP} Job was aborted.\n\tremoved by user\n...\n"
-
 
 @pytest.fixture
 def log(tmp_path):
@@ -82,7 +31,7 @@ def test_missing_log_is_no_news(tmp_path):
 
 def test_success_and_annex_of_execute(log):
     tracker = EventLogTracker(log.path)
-    log(submit("001.000"), execute("001.000", "expanse-a"))
+    log(submit("001.000"), execute("001.000", "slot1@expanse-a", "expanse-a"))
     assert tracker.poll() == {"1.0"}
     record = tracker.jobs["1.0"]
     assert record.phase is JobPhase.RUNNING
@@ -104,7 +53,7 @@ def test_reads_only_appended_events(log):
 
 def test_nonzero_return_value_fails(log):
     tracker = EventLogTracker(log.path)
-    log(submit("003.000"), execute("003.000", "delta-a"), terminated("003.000", 3))
+    log(submit("003.000"), execute("003.000", "slot1@delta-a", "delta-a"), terminated("003.000", 3))
     tracker.poll()
     record = tracker.jobs["3.0"]
     assert record.phase is JobPhase.FAILED
@@ -121,7 +70,7 @@ def test_hold_release_evict_abort(log):
     log(released("004.000"))
     tracker.poll()
     assert record.phase is JobPhase.IDLE and record.hold_code is None
-    log(execute("004.000", "aws-a"), evicted("004.000"))
+    log(execute("004.000", "slot1@aws-a", "aws-a"), evicted("004.000"))
     tracker.poll()
     assert record.phase is JobPhase.IDLE and record.annex is None and record.ever_started
     log(aborted("004.000"))

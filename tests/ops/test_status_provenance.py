@@ -5,17 +5,13 @@ the annex) and the job ads; the annex of a slot comes from the collector's slot 
 """
 import json
 
+from event_log_text import execute, submit, terminated
 from snakemake_executor_plugin_htcannex.board import BoardSource, render
-
-USAGE = "".join(f"\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  {what} Usage\n" for what in ("Run Remote", "Run Local", "Total Remote", "Total Local"))
-BYTES = "".join(f"\t0  -  {what} By Job\n" for what in ("Run Bytes Sent", "Run Bytes Received", "Total Bytes Sent", "Total Bytes Received"))
 
 
 def job_events(cluster: int, slot: str) -> str:
-    stamp = f"2026-12-03 10:00:{cluster:02d}"
-    return (f"000 ({cluster:03d}.000.000) {stamp} Job submitted from host: <192.0.2.1:9618>\n...\n"
-            f"001 ({cluster:03d}.000.000) {stamp} Job executing on host: <192.0.2.2:9618>\n\tSlotName: {slot}\n...\n"
-            f"005 ({cluster:03d}.000.000) {stamp} Job terminated.\n\t(1) Normal termination (return value 0)\n{USAGE}{BYTES}...\n")
+    job = f"{cluster:03d}.000"
+    return submit(job) + execute(job, slot) + terminated(job, 0)
 
 
 class Schedd:

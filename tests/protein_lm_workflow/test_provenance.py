@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from event_log_text import execute, submit, terminated
 
 from protein_lm import checkpoint
 from protein_lm.compare import Plan, RunResult, provenance_checks
@@ -16,9 +17,6 @@ from snakemake_executor_plugin_htcannex import provenance
 
 from .test_training import job
 
-# The body of a terminated event, as condor_event.cpp writes it (tests/report/logs/README.md).
-USAGE = ("Run Remote", "Run Local", "Total Remote", "Total Local")
-BYTES = ("Run Bytes Sent", "Run Bytes Received", "Total Bytes Sent", "Total Bytes Received")
 PLAN = Plan(total_epochs=2, chunks={"distributed": {"first_chunk": 1, "epochs_per_job": 1}, "baseline": {"first_chunk": 1, "epochs_per_job": 2}})
 
 
@@ -37,14 +35,8 @@ class Condor:
                       f'HtcannexRule = "train_chunk"\nHtcannexWildcards = "{wildcards}"\n')
         self.monkeypatch.setenv("_CONDOR_MACHINE_AD", str(machine))
         self.monkeypatch.setenv("_CONDOR_JOB_AD", str(ad))
-        stamp = f"2026-12-03 10:00:{cluster:02d}"
-        self.events += [
-            f"000 ({cluster:03d}.000.000) {stamp} Job submitted from host: <192.0.2.1:9618>\n...\n",
-            f"001 ({cluster:03d}.000.000) {stamp} Job executing on host: <192.0.2.2:9618>\n\tSlotName: slot1@{annex}\n...\n",
-            f"005 ({cluster:03d}.000.000) {stamp} Job terminated.\n\t(1) Normal termination (return value {exit_code})\n"
-            + "".join(f"\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  {what} Usage\n" for what in USAGE)
-            + "".join(f"\t0  -  {what} By Job\n" for what in BYTES) + "...\n",
-        ]
+        job = f"{cluster:03d}.000"
+        self.events += [submit(job), execute(job, f"slot1@{annex}"), terminated(job, exit_code)]
 
     def event_log(self) -> dict:
         path = self.root / "jobs.log"
