@@ -74,8 +74,11 @@ def run(args) -> None:
 
 
 def _workflow_with_data(directory: Path, data: dict) -> Path:
-    """A copy of the workflow with its data made (local executor), for every variant to copy."""
-    shutil.copytree(WORKFLOW, directory, ignore=shutil.ignore_patterns("__pycache__", "results", ".snakemake"))
+    """A copy of the workflow with its data made (local executor), for every variant to copy; the
+    chunked_training rules it includes go next to it, where every copy finds them."""
+    ignore = shutil.ignore_patterns("__pycache__", "results", ".snakemake")
+    shutil.copytree(WORKFLOW, directory, ignore=ignore)
+    shutil.copytree(WORKFLOW.parent / "chunked_training", directory.parent / "chunked_training", ignore=ignore)
     (directory / "data.yaml").write_text(yaml.safe_dump({"data": data}))
     run_timed([SNAKEMAKE, "--cores", "1", "--configfile", "data.yaml", "--until", "make_data"], directory, bench_env())
     return directory
