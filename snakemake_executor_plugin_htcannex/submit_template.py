@@ -22,12 +22,12 @@ import yaml
 
 from . import secrets
 from .site import ResourceRequest, Site, SiteRefusal
+from .submit_values import CONTROL_CHARACTERS
+from .submit_values import ENV_NAME as NAME  # a macro name is an identifier, as a variable's
 from .units import UnitError, parse_size_mib
 
 RESOURCE = "htcannex_template"  # the rule resource that carries a chunk's template (JSON, see encode)
 PLACEHOLDER = re.compile(r"\{resource\.([A-Za-z_][A-Za-z0-9_]*)\}")
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 OWNED = {
     "log": "htcannex's one event log",
     "output": "htcannex (it reports a failed job's stderr from its own file)",
