@@ -194,7 +194,7 @@ class BoardSource:
         ran_on = record.annex or self._slot_annexes.get(record.slot)
         annex = ran_on or ad.get("TargetAnnexName")
         check = "-"
-        if chunk is not None and record.phase is JobPhase.SUCCEEDED:
+        if chunk is not None and record.phase is JobPhase.SUCCEEDED and ad.get("TargetAnnexName"):  # a rotated chunk
             completions = sum(other.phase is JobPhase.SUCCEEDED for other, _ in jobs)
             check = provenance.chunk_check(ad.get("TargetAnnexName"), ran_on, record.slot, completions)
         return ChunkRow(rule=rule, run=run, chunk=chunk, job=record.job_id, jobs=len(jobs), site=ad.get("HtcannexSite"),

@@ -70,6 +70,19 @@ def test_self_checkpoint_stops_and_resumes_bitwise(tiny_data, tiny_params, tmp_p
     assert not (tmp_path / "self-evicted-1.pt").exists()  # a finished chunk leaves no resumable file
 
 
+def test_self_checkpoint_by_minutes_stops_wherever_and_resumes_bitwise(tiny_data, tiny_params, tmp_path, unbroken):
+    """A period in minutes (real sites) saves at whatever step the clock says; resuming is still
+    bitwise. A period of 0.003 min (0.18 s) stops a few times in this chunk's few seconds."""
+    spec = job(tiny_data, tiny_params, tmp_path, 1, EPOCHS, "timed", stop=True)
+    spec = replace(spec, self_checkpoint=replace(spec.self_checkpoint, every_minutes=0.003))
+    starts = 0
+    while train_chunk(spec) is Outcome.CHECKPOINTED:
+        starts += 1
+    assert starts >= 1
+    assert_bitwise_equal(weights(unbroken), weights(tmp_path / "timed-1.pt"))
+    assert len(checkpoint.load(tmp_path / "timed-1.pt")["segments"]) == starts + 1
+
+
 RUN_IN_SUBPROCESS = """
 import json, sys
 from pathlib import Path

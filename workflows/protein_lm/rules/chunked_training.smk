@@ -15,6 +15,7 @@ def _chunked_vars(config):
         "epochs": {"type": "value", "value": pretrain["chunks"] * pretrain["epochs_per_job"]},
         "epochs_per_job": {"type": "value", "value": pretrain["epochs_per_job"]},
         "checkpoint_every_steps": {"type": "value", "value": pretrain["checkpoint_every_steps"]},
+        "checkpoint_every_minutes": {"type": "value", "value": pretrain["checkpoint_every_minutes"]},
     }
     specs |= {name: {"type": "value", "value": value} for name, value in config["train"].items()}
     # protein_lm's sweep ranges may be fractional (MLDAG's are Python's range): give the values.
@@ -29,7 +30,8 @@ def _training_command(specs):
         "{python} {workflow_dir}/scripts/train_chunk.py --run {run_uuid} --chunk {chunk} "
         "--epochs-per-job {epochs_per_job} --total-epochs {epochs} --data " + SIMULATED_SCORES + " "
         "--resume-from {resume_from} --write-to {write_to} --self-checkpoint {self_checkpoint} "
-        "--checkpoint-every-steps {checkpoint_every_steps} --threads {threads} "
+        "--checkpoint-every-steps {checkpoint_every_steps} --checkpoint-every-minutes {checkpoint_every_minutes} "
+        "--threads {threads} "
         f"--params seed={seed} {params}"
     )
 
@@ -49,7 +51,7 @@ config |= {
                                        if config["checkpoint_store"] == "local" else []),
         "checkpoint_suffix": ".pt",
         "sidecars": [".sha256"],
-        "self_checkpoint": bool(config["pretrain"]["checkpoint_every_steps"]),
+        "self_checkpoint": bool(config["pretrain"]["checkpoint_every_steps"] or config["pretrain"]["checkpoint_every_minutes"]),
         "threads": config["pretrain"]["threads"],
         "resources": {"mem_mb": config["pretrain"]["mem_mb"], "runtime": config["pretrain"]["runtime"]},
         "submit": {},

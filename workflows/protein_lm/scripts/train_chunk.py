@@ -3,7 +3,7 @@ chunk (protein_lm.training), or of a whole run in one job (the unbroken baseline
 
     python train_chunk.py --run UUID --chunk K --epochs-per-job E --total-epochs N --data TSV
         --resume-from CKPT|'' --write-to CKPT --self-checkpoint FILE --checkpoint-every-steps S
-        --threads T --params seed=1 d_model=32 ...
+        [--checkpoint-every-minutes M] --threads T --params seed=1 d_model=32 ...
 
 Chunk K trains from where its start state stopped (checkpoint K-1, or the run's seed when
 --resume-from is empty) up to epoch K x E, so the twin's one job is chunk N/E from the seed.
@@ -28,6 +28,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         parser.add_argument(name, type=int, required=True)
     for name in ("--data", "--write-to", "--self-checkpoint"):
         parser.add_argument(name, type=Path, required=True)
+    parser.add_argument("--checkpoint-every-minutes", type=float, default=0.0, help="also self-checkpoint after M minutes (0: never)")
     parser.add_argument("--resume-from", default="")
     parser.add_argument("--params", nargs="+", required=True, metavar="NAME=VALUE")
     return parser.parse_args(argv)
@@ -45,7 +46,8 @@ outcome = train_chunk(ChunkJob(
     total_epochs=args.total_epochs,
     previous=Path(args.resume_from) if args.resume_from else None,
     output=args.write_to,
-    self_checkpoint=SelfCheckpoint(args.self_checkpoint, args.checkpoint_every_steps, exit_code is not None),
+    self_checkpoint=SelfCheckpoint(args.self_checkpoint, args.checkpoint_every_steps, exit_code is not None,
+                                   args.checkpoint_every_minutes),
     threads=args.threads,
 ))
 skip_exit_collections()

@@ -43,6 +43,14 @@ class SelfCheckpoint:
     path: Path          # in the job's working directory, so HTCondor can transfer it back
     every_steps: int    # 0: never
     stop_after_save: bool  # True under HTCondor (the job exits); False: keep training
+    every_minutes: float = 0.0  # 0: never; else also save once this much training time has passed
+
+    def due(self, steps: int, since_save_s: float) -> bool:
+        """A save is due after `steps` steps of this segment, `since_save_s` after the last save
+        (or the segment's start). Minutes suit real sites (a save costs a job restart); steps
+        suit tests. Resuming is bitwise either way, wherever the save falls."""
+        by_steps = self.every_steps > 0 and steps % self.every_steps == 0
+        return by_steps or (self.every_minutes > 0 and since_save_s >= 60 * self.every_minutes)
 
 
 @dataclass(frozen=True)
@@ -172,7 +180,7 @@ def train_chunk(job: ChunkJob) -> Outcome:
     position, rng = state["position"], state["rng"]
     partial = state["partial_epoch"] or {"loss_sum": 0.0, "samples": 0, "wall_s": 0.0}
     sampler = torch.Generator()
-    every = job.self_checkpoint.every_steps
+    last_save = time.monotonic()
 
     def snapshot(position: dict, partial: dict | None) -> dict:
         return {
@@ -198,8 +206,9 @@ def train_chunk(job: ChunkJob) -> Outcome:
             partial["loss_sum"] += loss * len(batch)
             partial["samples"] += len(batch)
             segment["steps"] += 1
-            due = every > 0 and segment["steps"] % every == 0
+            due = job.self_checkpoint.due(segment["steps"], time.monotonic() - last_save)
             if due and step + 1 < steps_per_epoch:
+                last_save = time.monotonic()
                 wall = partial["wall_s"] + time.perf_counter() - epoch_started
                 here = {"epoch": epoch, "step": step + 1, "sampler": position["sampler"]}
                 checkpoint.save(snapshot(here, dict(partial, wall_s=wall)), job.self_checkpoint.path)
@@ -215,6 +224,7 @@ def train_chunk(job: ChunkJob) -> Outcome:
         partial = {"loss_sum": 0.0, "samples": 0, "wall_s": 0.0}
         rng = checkpoint.capture_rng()
         if due and position["epoch"] < end_epoch:
+            last_save = time.monotonic()
             checkpoint.save(snapshot(position, None), job.self_checkpoint.path)
             if job.self_checkpoint.stop_after_save:
                 return Outcome.CHECKPOINTED
