@@ -1,14 +1,15 @@
 """Orchestration overhead: N no-op jobs through the snakemake CLI, and the latency of one job.
 
 Side by side in one run, on the same Snakefile, each in a fresh copy of the directory:
-- local:     `snakemake --cores P` (Snakemake's local executor);
+- local:     `snakemake --cores P --scheduler S` (Snakemake's local executor), S being the
+             scheduler profiles/local sets, so both sides pay for the same scheduler;
 - htcannex:  `snakemake --executor htcannex --profile profiles/local --jobs P`, on an
              embedded pool started beforehand with P ordinary slots of 1 CPU, so both
              run P jobs at a time.
 
-Sweep: N independent no-op jobs; wall time and submit-side CPU (the snakemake process's
-own; for htcannex the jobs are children of the pool daemon, and on a real pool their
-cost is spent on the execute points).
+Sweep: N independent no-op jobs; wall time and total CPU: the snakemake process and the
+jobs it waited for, plus for htcannex the pool daemon and the jobs it ran (on a real pool
+the daemon's share is the access point's and the jobs' the execute points').
 
 Latency, from a job's input being ready to its command running: a chain of L no-op jobs,
 each reading the previous one's output. Every command writes the time it ran
@@ -17,9 +18,13 @@ command ran (and, a no-op, ended) -> this command runs. For htcannex that is the
 round trip: the event log says the job ended, Snakemake sees its output, picks the next
 job, the executor submits it, the pool matches and starts it.
 """
+import dataclasses
 import statistics
 import tempfile
 from pathlib import Path
+
+import psutil
+import yaml
 
 from .common import REPO, SNAKEMAKE, bench_env, header, load, run_timed, spread
 
@@ -78,7 +83,8 @@ def run(args) -> None:
     for name, values in walls.items():
         ratio = statistics.median(values) / statistics.median(walls["local"])
         print(f"     {name:9} {spread(values):>22} s   {ratio:5.2f}x local   "
-              f"submit-side CPU {statistics.median(cpus[name]) / n * 1000:.0f} ms/job")
+              f"total CPU {statistics.median(cpus[name]) / n * 1000:.1f} ms/job   "
+              f"{statistics.median(cpus[name]) / statistics.median(cpus['local']):5.2f}x local CPU")
     print(f"   latency, previous job's command ran -> this job's command runs ({links - 1} links x "
           f"{args.repeat} repeats), ms:")
     for name, values in latencies.items():
@@ -94,8 +100,12 @@ def _in_scratch(variant, snakefile: str, parallel: int, measure=None):
         return timed, measure(workdir) if measure else None
 
 
+PROFILE = REPO / "profiles" / "local"
+
+
 def _local(workdir: Path, parallel: int):
-    return run_timed([SNAKEMAKE, "--cores", str(parallel)], workdir, bench_env())
+    scheduler = yaml.safe_load((PROFILE / "config.yaml").read_text()).get("scheduler", "ilp")
+    return run_timed([SNAKEMAKE, "--cores", str(parallel), "--scheduler", scheduler], workdir, bench_env())
 
 
 def _htcannex(workdir: Path, parallel: int):
@@ -104,14 +114,23 @@ def _htcannex(workdir: Path, parallel: int):
 
     pool = Pool(workdir / "pool", slots=[SLOT] * parallel)
     pool.ensure_running()
+    daemon = psutil.Process(pool.status()["pid"])
     try:
-        return run_timed(
-            [SNAKEMAKE, "--executor", "htcannex", "--profile", str(REPO / "profiles" / "local"),
+        before = _total_cpu_s(daemon)
+        timed = run_timed(
+            [SNAKEMAKE, "--executor", "htcannex", "--profile", str(PROFILE),
              "--jobs", str(parallel), "--htcannex-pool-dir", str(pool.spool_dir)],
             workdir, bench_env(),
         )
+        return dataclasses.replace(timed, cpu_s=timed.cpu_s + _total_cpu_s(daemon) - before)
     finally:
         pool.stop()
+
+
+def _total_cpu_s(process: psutil.Process) -> float:
+    """CPU seconds of a process and of the children it has waited for (the pool's jobs)."""
+    times = process.cpu_times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def _link_latencies(workdir: Path) -> list[float]:
