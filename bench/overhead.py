@@ -28,24 +28,41 @@ import yaml
 
 from .common import REPO, SNAKEMAKE, bench_env, header, load, run_timed, spread
 
+# Each job writes the time its command ran (the latency's clock) as its output, as a
+# `shell:`, `script:` or `run:` rule: the three ways a Snakemake job runs its code.
+RULE_BODY = {
+    "shell": 'shell: "date +%s.%N > {output}"',
+    "script": 'script: "stamp.py"',
+    "run": 'run:\n        with open(output[0], "w") as stamp:\n            stamp.write(f"{time.time():.6f}")',
+}
+STAMP_SCRIPT = """\
+import time
+
+with open(snakemake.output[0], "w") as stamp:
+    stamp.write(f"{time.time():.6f}")
+"""
 SWEEP = """\
 # N no-op jobs (bench/overhead.py).
+import time
+
 rule all:
     input: expand("out/{{i}}.txt", i=range({n}))
 
 rule noop:
     output: "out/{{i}}.txt"
-    shell: "date +%s.%N > {{output}}"
+    {body}
 """
 CHAIN = """\
 # A chain of L no-op jobs, each waiting for the previous one (bench/overhead.py).
+import time
+
 rule all:
     input: "chain/{last}.txt"
 
 rule link:
     input: lambda wildcards: [] if int(wildcards.i) == 0 else [f"chain/{{int(wildcards.i) - 1}}.txt"]
     output: "chain/{{i}}.txt"
-    shell: "date +%s.%N > {{output}}"
+    {body}
 """
 SLOT = {"cpus": 1, "memory_mb": 2048}
 
@@ -59,43 +76,60 @@ def add_arguments(parser) -> None:
                             "the local profile's jobs)")
     group.add_argument("--overhead-chain", type=int, default=30, metavar="L",
                        help="jobs in the chain whose links give the latency (default 30)")
+    group.add_argument("--overhead-kinds", nargs="+", choices=sorted(RULE_BODY), default=list(RULE_BODY),
+                       metavar="KIND", help="rule kinds to measure (default: shell script run)")
+    group.add_argument("--overhead-script-jobs", type=int, default=50, metavar="N",
+                       help="jobs in the sweep of script and run rules, which cost a process start each "
+                            "(default 50)")
 
 
 def run(args) -> None:
-    n, parallel, links = args.overhead_jobs, args.overhead_parallel, args.overhead_chain
-    header(f"overhead: {n} no-op jobs, {parallel} at a time; a chain of {links}; {args.repeat} repeats")
+    parallel, links = args.overhead_parallel, args.overhead_chain
+    header(f"overhead: {args.overhead_jobs} shell / {args.overhead_script_jobs} script and run no-op jobs, "
+           f"{parallel} at a time; a chain of {links}; {args.repeat} repeats")
+    for kind in args.overhead_kinds:
+        _measure_kind(args, kind, args.overhead_jobs if kind == "shell" else args.overhead_script_jobs)
+
+
+def _measure_kind(args, kind: str, n: int) -> None:
+    parallel, links = args.overhead_parallel, args.overhead_chain
+    body = RULE_BODY[kind]
     variants = {"local": _local, "htcannex": _htcannex}
     walls = {name: [] for name in variants}
     cpus = {name: [] for name in variants}
     latencies = {name: [] for name in variants}
     for repeat in range(args.repeat):
         for name, variant in variants.items():
-            timed = _in_scratch(variant, SWEEP.format(n=n), parallel)[0]
+            timed = _in_scratch(variant, SWEEP.format(n=n, body=body), parallel)[0]
             walls[name].append(timed.wall_s)
             cpus[name].append(timed.cpu_s)
-            print(f"   repeat {repeat + 1} {name:9} sweep {timed.wall_s:8.1f} s  ({load()})", flush=True)
+            print(f"   repeat {repeat + 1} {kind:6} {name:9} sweep {timed.wall_s:8.1f} s  ({load()})", flush=True)
         for name, variant in variants.items():
-            workdir_links = _in_scratch(variant, CHAIN.format(last=links - 1), parallel, _link_latencies)[1]
+            workdir_links = _in_scratch(variant, CHAIN.format(last=links - 1, body=body), parallel,
+                                        _link_latencies)[1]
             latencies[name].extend(workdir_links)
-            print(f"   repeat {repeat + 1} {name:9} chain median link {statistics.median(workdir_links) * 1000:6.0f} ms"
-                  f"  ({load()})", flush=True)
-    print(f"   sweep of {n}, wall time, median [min-max] of repeats:")
+            print(f"   repeat {repeat + 1} {kind:6} {name:9} chain median link "
+                  f"{statistics.median(workdir_links) * 1000:6.0f} ms  ({load()})", flush=True)
+    print(f"   {kind}: sweep of {n}, wall time, median [min-max] of repeats:")
     for name, values in walls.items():
         ratio = statistics.median(values) / statistics.median(walls["local"])
         print(f"     {name:9} {spread(values):>22} s   {ratio:5.2f}x local   "
               f"total CPU {statistics.median(cpus[name]) / n * 1000:.1f} ms/job   "
               f"{statistics.median(cpus[name]) / statistics.median(cpus['local']):5.2f}x local CPU")
-    print(f"   latency, previous job's command ran -> this job's command runs ({links - 1} links x "
+    print(f"   {kind}: latency, previous job's command ran -> this job's command runs ({links - 1} links x "
           f"{args.repeat} repeats), ms:")
+    local_median = statistics.median(latencies["local"])
     for name, values in latencies.items():
         print(f"     {name:9} median {statistics.median(values) * 1000:6.0f}   "
-              f"p90 {_percentile(values, 0.9) * 1000:6.0f}   max {max(values) * 1000:6.0f}")
+              f"p90 {_percentile(values, 0.9) * 1000:6.0f}   max {max(values) * 1000:6.0f}   "
+              f"{statistics.median(values) / local_median:5.2f}x local")
 
 
 def _in_scratch(variant, snakefile: str, parallel: int, measure=None):
     with tempfile.TemporaryDirectory(prefix="htcannex-bench-") as scratch:
         workdir = Path(scratch)
         (workdir / "Snakefile").write_text(snakefile)
+        (workdir / "stamp.py").write_text(STAMP_SCRIPT)
         timed = variant(workdir, parallel)
         return timed, measure(workdir) if measure else None
 

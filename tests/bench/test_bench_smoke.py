@@ -10,7 +10,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 TINY = {
-    "overhead": (["--overhead-jobs", "2", "--overhead-parallel", "1", "--overhead-chain", "2"], "x local CPU"),
+    "overhead": (["--overhead-jobs", "2", "--overhead-script-jobs", "2", "--overhead-parallel", "1",
+                  "--overhead-chain", "2"], "run: latency"),
     "tracking": (["--tracking-sizes", "3", "--peer-venvs"], "steady"),
     "scale": (["--scale-sweeps", "1x2"], "x local CPU"),
     "chunking": (["--chunking-variants", "20"], "one extra chunk costs"),
@@ -18,8 +19,9 @@ TINY = {
 }
 
 
-# chunking-e2e takes about 20 s: two Snakemake runs of the chunked workflow on the embedded pool.
-SLOW = {"chunking-e2e"}
+# overhead takes about 60 s at its tiny size (three rule kinds, each run four times through
+# Snakemake), chunking-e2e about 20 s (two Snakemake runs of the chunked workflow on the pool).
+SLOW = {"overhead", "chunking-e2e"}
 
 
 @pytest.mark.parametrize("name, sizes", [
