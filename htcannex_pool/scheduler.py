@@ -16,6 +16,7 @@ from htcondor_codes import HoldCode, JobStatus, OutOfResources, status_word
 from . import jobads, local_universe, starter, transfer
 from .eventlog import UserLog, open_log
 from .policy import PoolPolicy
+from .removal import BackgroundRemoval
 from .slots import Annex, Slot, free_disk_kib, ordinary_slots
 from .store import QueueStore
 
@@ -102,6 +103,7 @@ class Scheduler:
         self._last_periodic = 0.0
         self._last_memory_sample = 0.0
         self._recover()
+        self.sandbox_removal = BackgroundRemoval(self.execute_dir / "being-removed")
 
     # ---- start-up and shutdown
 
@@ -310,7 +312,7 @@ class Scheduler:
         return self._release_slot(running)
 
     def _release_slot(self, running: starter.RunningJob) -> Slot | None:
-        shutil.rmtree(running.sandbox, ignore_errors=True)
+        self.sandbox_removal.remove(running.sandbox)
         self.negotiate_needed = True
         for slot in self._slots():
             if slot.name == running.slot_name:
