@@ -13,6 +13,7 @@ variables in this process's environment, `NAME=value` pairs with a secret
 name (`authz=` too: a URL's token query), and bearer tokens (JWTs) wherever
 they appear.
 """
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -46,12 +47,18 @@ def withheld_warning(names: list[str]) -> str:
             "credential service (submit command use_oauth_services).")
 
 
-def secret_values(environment: Mapping[str, str] | None = None) -> list[str]:
+def secret_values(environment: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Values of secret-named variables (this process's environment by default), longest first."""
     environment = os.environ if environment is None else environment
-    values = {value for name, value in environment.items()
-              if is_secret_name(name) and len(value) >= SHORTEST_SECRET}
-    return sorted(values, key=len, reverse=True)
+    return _secret_values(tuple(environment.items()))
+
+
+@functools.lru_cache(maxsize=4)
+def _secret_values(items: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    # Cached: every submit value of every job is checked against the same environment, and
+    # testing each name with SECRET_NAME cost more than the check itself (issue 15).
+    values = {value for name, value in items if is_secret_name(name) and len(value) >= SHORTEST_SECRET}
+    return tuple(sorted(values, key=len, reverse=True))
 
 
 def contains_secret(text: object, environment: Mapping[str, str] | None = None) -> bool:
