@@ -6,7 +6,8 @@ For each chunk htcannex fills the placeholders from the site's catalogue entry (
 resources.yaml laid over it), puts the chunk's VARS before the template as DAGMan does, and lets
 `htcondor2.Submit` parse the result (it evaluates `if defined`; `$(var)` is expanded at submit).
 The template's commands then win over htcannex's own, except what htcannex must own (`OWNED`:
-the event log, the job's stdout/stderr, its command and initial directory, the annex target);
+the event log, the job's stdout/stderr, its command and initial directory; a `+Attr` naming a job
+attribute htcannex or HTCondor owns is refused, as from the escape hatch: submit_values.owned_attribute);
 `requirements` are ANDed with htcannex's, transfer lists joined, request_* checked against the
 site before anything is submitted, and secret-named variables in `environment` withheld.
 """
@@ -22,7 +23,7 @@ import yaml
 
 from . import secrets
 from .site import ResourceRequest, Site, SiteRefusal
-from .submit_values import CONTROL_CHARACTERS
+from .submit_values import CONTROL_CHARACTERS, owned_attribute
 from .submit_values import ENV_NAME as NAME  # a macro name is an identifier, as a variable's
 from .units import UnitError, parse_size_mib
 
@@ -35,7 +36,6 @@ OWNED = {
     "executable": "the chunk's command (the template's executable and arguments, run by rule train_chunk)",
     "arguments": "the chunk's command (the template's executable and arguments, run by rule train_chunk)",
     "initialdir": "htcannex (the run's working directory)",
-    "my.targetannexname": "the rotation (htcannex.yaml)",
 }
 JOINED_LISTS = ("transfer_input_files", "transfer_output_files")
 # request_* commands -> ResourceRequest fields, in MiB for sizes (HTCondor's units, units.py).
@@ -167,8 +167,8 @@ def merge(submit: htcondor2.Submit, commands: dict, sandbox_workdir: str | None 
     merged = dict(commands)
     for key, value in submit.items():
         name = key.lower()
-        if name == "my.targetannexname":
-            raise TemplateError(f"submit_template command {key}: TargetAnnexName is set by {OWNED[name]}")
+        if name.startswith("my.") and (owner := owned_attribute(name[3:])):
+            raise TemplateError(f"submit_template command {key}: job attribute {key[3:]} is set by {owner}")
         if name in OWNED or name in REQUESTS or name == "environment":
             continue
         existing = next((k for k in merged if k.lower() == name), None)

@@ -4,7 +4,8 @@ The submit language is line based and expands `$(...)` macros, so every value fr
 param, config or resource is checked (`ValueChecker`): control characters are refused (a newline
 would start a new submit command), `$` is written as `$(DOLLAR)`, secrets never go in, paths are
 transfer-list safe, expressions parse. The `htcannex_submit` escape hatch (a rule's resource, the
-catalogue's `submit:`) may set only the keywords listed here, never one htcannex sets itself.
+catalogue's `submit:`) may set only the keywords listed here, never one htcannex sets itself, nor
+(as `+Attr` / `MY.Attr`) a job-ad attribute htcannex or HTCondor's schedd owns (`owned_attribute`).
 Used by description.py for jobs and by the catalogue loader for `submit:` (so neither imports the
 other).
 """
@@ -54,8 +55,51 @@ OWNED_BY_RESOURCE = {
     "when_to_transfer_output": "htcannex", "preserve_relative_paths": "htcannex",
     "transfer_executable": "htcannex", "transfer_output_remaps": "the job's output remaps",
 }
-OWNED_ATTRIBUTES = {"targetannexname": "the rotation", "jobdurationcategory": "runtime"}
+def _owner_of_command(command: str) -> str:
+    source = OWNED_BY_RESOURCE[command]
+    if source.startswith("htcannex"):
+        return f"{source}, through submit command {command}; leave it out"
+    return f"htcannex (submit command {command}) from {source}; set that instead"
+
+
+# The job-ad attributes the owned commands (and htcannex's own requirements, stdin and event-log
+# settings) become, as HTCondor's submit names them (condor_attributes.h, submit_utils.cpp): a
+# `+Attr` / `MY.Attr` naming one would replace what htcannex set, so the escape hatch refuses them too.
+COMMAND_ATTRIBUTES = {
+    "universe": ("JobUniverse",), "container_image": ("ContainerImage",), "executable": ("Cmd",),
+    "arguments": ("Args", "Arguments"), "environment": ("Env", "Environment"),
+    "request_cpus": ("RequestCpus",), "request_memory": ("RequestMemory",), "request_disk": ("RequestDisk",),
+    "request_gpus": ("RequestGPUs",), "gpus_minimum_memory": ("GPUsMinMemory",),
+    "gpus_minimum_capability": ("GPUsMinCapability",), "allowed_execute_duration": ("AllowedExecuteDuration",),
+    "log": ("UserLog",), "output": ("Out",), "error": ("Err",), "initialdir": ("Iwd",),
+    "transfer_input_files": ("TransferInput",), "transfer_output_files": ("TransferOutput",),
+    "should_transfer_files": ("ShouldTransferFiles",), "when_to_transfer_output": ("WhenToTransferOutput",),
+    "preserve_relative_paths": ("PreserveRelativePaths",), "transfer_executable": ("TransferExecutable",),
+    "transfer_output_remaps": ("TransferOutputRemaps",),
+}
+OWNED_ATTRIBUTES = {
+    **{attribute.lower(): _owner_of_command(command) for command, attributes in COMMAND_ATTRIBUTES.items()
+       for attribute in attributes},
+    "requirements": "htcannex from the rule's resources and the site; add a clause with the plain "
+                    "`requirements` command instead, which htcannex ANDs with its own",
+    **dict.fromkeys(("in", "transferin"), "htcannex (a job reads no stdin); make the file an input and open it"),
+    "userlogexecuteeventattrs": "htcannex (its one event log); leave it out",
+    "targetannexname": "htcannex from the rotation; choose sites in htcannex.yaml instead",
+    # Not JobDurationCategory: OSPool's advisory category, which htcannex fills from `runtime` unless
+    # the user names one (an MLDAG template does too).
+    # Set by the schedd when the job is queued.
+    **dict.fromkeys(("clusterid", "procid", "globaljobid", "owner", "user", "qdate", "jobstatus",
+                     "enteredcurrentstatus"), "HTCondor's schedd; choose another name"),
+}
 OWNED_ATTRIBUTE_PREFIX = "htcannex"
+
+
+def owned_attribute(name: str) -> str | None:
+    """Who sets job-ad attribute `name` (any letter case) when htcannex or HTCondor does, else None."""
+    name = name.lower()
+    if name.startswith(OWNED_ATTRIBUTE_PREFIX):
+        return "htcannex (it identifies the job); choose another name"
+    return OWNED_ATTRIBUTES.get(name)
 
 
 class SubmitValueError(ValueError):
@@ -135,9 +179,9 @@ def extra_command(key: object, value: object, check: ValueChecker) -> tuple[str,
     literal = str(value).lower() if isinstance(value, bool) else value
     if isinstance(key, str) and (custom := CUSTOM_ATTRIBUTE.fullmatch(key)):
         name = custom["name"]
-        if name.lower() in OWNED_ATTRIBUTES or name.lower().startswith(OWNED_ATTRIBUTE_PREFIX):
-            raise SubmitValueError(check.rule, field, value, f"{name} is set by htcannex from "
-                                   f"{OWNED_ATTRIBUTES.get(name.lower(), 'the job')}; set that instead")
+        if owner := owned_attribute(name):
+            raise SubmitValueError(check.rule, field, value,
+                                   f"the escape hatch cannot set job attribute {name}: it is set by {owner}")
         text = check.text(field, literal)
         return f"MY.{name}", classad2.quote(text) if isinstance(value, str) else text
     keyword = str(key).lower()

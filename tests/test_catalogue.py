@@ -89,13 +89,24 @@ def test_catalogue_errors_name_file_key_and_fix(tmp_path, edit, key, words):
     assert words in str(error)
 
 
+@pytest.mark.parametrize("key", ["+Cmd", "+Arguments", "MY.Requirements", "+Iwd", "+Environment",
+                                 "+TransferInput", "+UserLog", "MY.RequestMemory", "+targetannexname"])
+@pytest.mark.parametrize("where", ["submit", "sites.ospool.submit"])
+def test_catalogue_escape_hatch_cannot_set_attributes_htcannex_owns(tmp_path, key, where):
+    def edit(document):
+        (document if where == "submit" else document["sites"]["ospool"])["submit"] = {key: "/tmp"}
+    error = config_error(tmp_path, edit)
+    assert error.key == f"{where}.{key}"
+    assert f"cannot set job attribute {key.split('.')[-1].lstrip('+')}: it is set by" in str(error)
+
+
 def test_escape_hatch_commands_load_for_every_job_and_per_site(tmp_path):
     def extras(document):
         document["submit"] = {"max_retries": 2}
-        document["sites"]["ospool"]["submit"] = {"+ProjectName": "my_project"}
+        document["sites"]["ospool"]["submit"] = {"+ProjectName": "my_project", "+JobDurationCategory": "Long"}
     catalogue = load_with(tmp_path, extras)
     assert catalogue.submit_commands == {"max_retries": 2}
-    assert catalogue.sites["ospool"].submit_commands == {"+ProjectName": "my_project"}
+    assert catalogue.sites["ospool"].submit_commands == {"+ProjectName": "my_project", "+JobDurationCategory": "Long"}
     assert catalogue.sites["expanse"].submit_commands == {}
 
 

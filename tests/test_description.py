@@ -357,6 +357,32 @@ def test_escape_hatch_refusals(options, extras, words):
         submit_for(SubmitOptions(**{**options.__dict__, "extra_commands": extras}))
 
 
+# A job-ad attribute htcannex's own commands produce, each with the fix its refusal names.
+OWNED_ATTRIBUTES = [
+    ("+Cmd", "submit command executable"), ("+Arguments", "submit command arguments"),
+    ("MY.Requirements", "plain `requirements` command"), ("+Iwd", "submit command initialdir"),
+    ("+Environment", "the profile's environment"), ("+TransferInput", "the rule's input"),
+    ("+UserLog", "submit command log"), ("MY.RequestMemory", "mem_mb"),
+    ("+targetannexname", "choose sites in htcannex.yaml"),
+]
+
+
+@pytest.mark.parametrize("key, fix", OWNED_ATTRIBUTES)
+def test_rule_escape_hatch_cannot_set_attributes_htcannex_owns(options, key, fix):
+    with pytest.raises(SubmitValueError) as refused:
+        submit_for(options, resources={"htcannex_submit": json.dumps({key: "/tmp"})})
+    message = str(refused.value)
+    assert message.startswith(f"rule train_chunk: htcannex_submit[{key!r}]"), message
+    assert f"cannot set job attribute {key.split('.')[-1].lstrip('+')}: it is set by" in message
+    assert fix in message
+
+
+@pytest.mark.parametrize("key", ["+JobDurationCategory", "+ProjectName"])
+def test_escape_hatch_passes_attributes_htcannex_leaves_alone(options, key):
+    submit = submit_for(options, resources={"runtime": 60, "htcannex_submit": json.dumps({key: "Long"})})
+    assert submit[f"MY.{key[1:]}"] == '"Long"'
+
+
 def test_site_escape_hatch_sits_between_profile_and_rule(options, tmp_path):
     catalogue = tmp_path / "htcannex.yaml"
     catalogue.write_text("submit: {max_retries: 1, batch_name: all}\n"
