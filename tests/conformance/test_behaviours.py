@@ -25,7 +25,9 @@ def script(directory: Path, name: str, body: str) -> str:
     path = directory / name
     path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
     path.chmod(0o755)
-    return name
+    # HTCondor resolves a relative `executable` against the submitter's working directory, not
+    # `initialdir` (real pool: hold 13/2 "reading from file <cwd>/job.sh: (errno 2)").
+    return str(path)
 
 
 def submit(backend, directory: Path, executable: str, **commands) -> str:
