@@ -179,6 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     socket_path.unlink(missing_ok=True)  # left by a daemon that died; we hold the lock now
     daemon = PoolDaemon(spool, args.origin.resolve(), args.idle_exit, args.cycle, args.slots)
     signal.signal(signal.SIGTERM, lambda *_: daemon.stop())
+    # HTCondor starts jobs with default signal dispositions. A daemon started from a background
+    # shell (CI, nohup) inherits SIGINT and SIGQUIT ignored, exec would hand that to every job,
+    # and a shell cannot trap an ignored signal: remove_kill_sig = SIGINT (htcannex stop) would
+    # never reach a driver. Handled here, they are reset to the default in each exec'd job.
+    for number in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(number, signal.default_int_handler)
     daemon.serve(socket_path)
     return 0
 

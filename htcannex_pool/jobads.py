@@ -17,7 +17,7 @@ from pathlib import Path
 
 import classad2
 import htcondor2
-from htcondor_codes import HoldCode, JobStatus
+from htcondor_codes import SUBMITTED_ON_HOLD_REASON, HoldCode, JobStatus
 
 from . import quoting, units
 
@@ -175,7 +175,7 @@ class ClusterBuilder:
             ad[attribute] = _expression(key, description.expand(key))
         self._set_requirements(ad, get)
         if _boolean("hold", get("hold", "false")):
-            ad.update({"JobStatus": JobStatus.HELD, "HoldReason": "submitted on hold at user's request",
+            ad.update({"JobStatus": JobStatus.HELD, "HoldReason": SUBMITTED_ON_HOLD_REASON,
                        "HoldReasonCode": HoldCode.SubmittedOnHold, "HoldReasonSubCode": 0})
         else:
             ad["JobStatus"] = JobStatus.IDLE

@@ -155,10 +155,8 @@ class Scheduler:
         self.store.save(*ads)
         for ad in ads:
             self.jobs[_key(ad)] = ad
-            log = UserLog(ad)
-            log.submitted()
-            if ad["JobStatus"] == JobStatus.HELD:
-                log.held(ad["HoldReason"], ad["HoldReasonCode"], ad["HoldReasonSubCode"])
+            # Submitted on hold or not, the log gets only the submit event (as HTCondor's schedd).
+            UserLog(ad).submitted()
         self.negotiate_needed = True
         return {"cluster": cluster, "first_proc": 0, "num_procs": len(ads)}
 

@@ -31,6 +31,10 @@ class HoldCode(enum.IntEnum):
     JobExecuteExceeded = 47  # allowed_execute_duration exceeded
 
 
+# The HoldReason a `hold = true` job has in its ad (submit_utils.cpp). HTCondor writes NO held event
+# for it: its log shows the submit, then the release (seen on a real 25.14.0 pool).
+SUBMITTED_ON_HOLD_REASON = "submitted on hold at user's request"
+
 class OutOfResources(enum.IntEnum):
     """HoldReasonSubCode of HoldCode.JobOutOfResources: the resource that was exceeded."""
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import htcondor2
+from htcondor_codes import SUBMITTED_ON_HOLD_REASON, HoldCode
 from htcondor2 import FileTransferEventType as Transfer
 from htcondor2 import JobEventType as Event
 
@@ -282,6 +283,12 @@ def _on_held(history: JobHistory, event) -> None:
 def _on_released(history: JobHistory, event) -> None:
     if history.holds and history.holds[-1].released_at is None:
         history.holds[-1].released_at = event.timestamp
+    elif not history.runs and history.idle and history.idle[-1].end is None:
+        # A release with no held event before it: the job was submitted on hold, for which
+        # HTCondor writes no held event. Its wait since the submit was a hold, not queue time.
+        waited = history.idle.pop()
+        history.holds.append(Hold(waited.start, HoldCode.SubmittedOnHold, 0, SUBMITTED_ON_HOLD_REASON,
+                                  released_at=event.timestamp))
     _become_idle(history, event)
 
 

@@ -100,7 +100,9 @@ def test_a_job_runs_on_the_annex_it_targets_and_the_execute_event_says_where(bac
     props = executed["ExecuteProps"]
     assert props["AnnexName"] == "htcannex-delta"
     assert all(name in props for name in ("CondorScratchDir", "Cpus", "Memory", "Disk"))
-    assert props["Memory"] == 1024
+    # The slot it ran in: a real pool carves a dynamic slot of the request rounded up (64 MB -> 128
+    # on 25.14.0), the embedded pool hands over the annex's whole slot; both at least the request.
+    assert 64 <= props["Memory"] <= 1024
     # The job itself learns its annex from the machine ad HTCondor hands it.
     assert "htcannex-delta" in (directory / "machine.txt").read_text()
 
@@ -156,12 +158,14 @@ def test_file_transfer_gives_inputs_the_transfer_time_and_remaps_outputs(backend
 def test_a_job_submitted_on_hold_waits_until_released(backend):
     directory = backend.submit_dir()
     job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"), hold="true")
-    held = wait_for_event(backend, directory, job, JobEventType.JOB_HELD)
-    assert Hold(held["HoldReasonCode"], held.get("HoldReasonSubCode"), held.get("HoldReason", "")).ours
-    assert job_ad(backend, job, ["JobStatus"])["JobStatus"] == 5
+    ad = job_ad(backend, job, ["JobStatus", "HoldReasonCode", "HoldReasonSubCode", "HoldReason"])
+    assert ad["JobStatus"] == 5
+    assert Hold(ad["HoldReasonCode"], ad.get("HoldReasonSubCode"), ad.get("HoldReason", "")).ours
     backend.schedd.act(htcondor2.JobAction.Release, job, "its annex is up")
     assert wait_for_event(backend, directory, job, JobEventType.JOB_RELEASED)
     assert wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)["ReturnValue"] == 0
+    # The hold is in the ad only: HTCondor logs no held event for `hold = true` (real 25.14.0 pool).
+    assert not [event for event in events(directory, job) if event.type == JobEventType.JOB_HELD]
 
 
 def test_a_held_running_job_is_stopped_and_held_by_the_user(backend):
@@ -171,8 +175,10 @@ def test_a_held_running_job_is_stopped_and_held_by_the_user(backend):
         wait_for_event(backend, directory, job, JobEventType.EXECUTE)
         backend.schedd.act(htcondor2.JobAction.Hold, job, "held by the conformance test")
         held = wait_for_event(backend, directory, job, JobEventType.JOB_HELD)
-        assert held["HoldReasonCode"] == 1 and "held by the conformance test" in held["HoldReason"]
-        assert Hold(1, held.get("HoldReasonSubCode"), held["HoldReason"]).kind is HoldKind.USER
+        # The reason given to schedd.act may not reach the log: a real 25.14.0 schedd wrote the held
+        # event without HoldReason and left HoldReason "" in the ad. The code is what is relied on.
+        assert held["HoldReasonCode"] == 1
+        assert Hold(1, held.get("HoldReasonSubCode"), held.get("HoldReason", "")).kind is HoldKind.USER
     finally:
         remove(backend, job)
 
@@ -228,8 +234,9 @@ def test_a_removed_job_leaves_the_queue_with_an_abort_event(backend):
     job = submit(backend, directory, script(directory, "job.sh", "sleep 300\n"))
     wait_for_event(backend, directory, job, JobEventType.EXECUTE)
     backend.schedd.act(htcondor2.JobAction.Remove, job, "removed by the conformance test")
-    aborted = wait_for_event(backend, directory, job, JobEventType.JOB_ABORTED)
-    assert "removed by the conformance test" in aborted["Reason"]
+    # A real 25.14.0 schedd logged the abort without a Reason when the removal came through
+    # schedd.act (condor_rm's "via condor_rm (by user ...)" is the CLI's own text).
+    assert wait_for_event(backend, directory, job, JobEventType.JOB_ABORTED)
     assert in_history(backend, job)["JobStatus"] == 3
     assert job_ad(backend, job) is None
 

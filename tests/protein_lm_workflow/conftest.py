@@ -1,5 +1,6 @@
 """Fixtures for the protein_lm workflow: its package on sys.path, a tiny data set, tiny runs."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,13 @@ def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: int =
     (Snakemake prints errors on stdout or stderr: both end up in `.stdout`)."""
     argv = [str(Path(sys.executable).parent / "snakemake"), "-s", str(snakefile), *args]
     return subprocess.run(argv, cwd=workdir, env=env or dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+
+
+def planned_run(workdir: Path, *args: str, snakefile: Path = WORKFLOW / "Snakefile") -> str:
+    """The one distributed run a dry run of `workdir`'s config plans (its id hashes the run's
+    settings, so a test asks the workflow rather than writing it down)."""
+    dry = snakemake(workdir, "-n", *args, snakefile=snakefile)
+    assert dry.returncode == 0, dry.stdout[-3000:]
+    runs = set(re.findall(r"distributed/([0-9a-f]{8})/", dry.stdout))
+    assert len(runs) == 1, f"expected one planned run, found {sorted(runs)}"
+    return runs.pop()

@@ -12,7 +12,7 @@ import torch
 from protein_lm import checkpoint
 from protein_lm.job_environment import CHECKPOINT_EXIT_MARKER_VARIABLE
 
-from .conftest import REPO, WORKFLOW, snakemake, tiny_config
+from .conftest import REPO, WORKFLOW, planned_run, snakemake, tiny_config
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +74,7 @@ def test_exit_85_path_through_snakemake_resumes_bitwise(tmp_path):
     for workdir in (unbroken_dir, evicted_dir):
         workdir.mkdir()
         tiny_config(workdir, sweep=ONE_SEED)
-    run = "9cf5bfaf"  # the tiny config's run for seed 1
+    run = planned_run(unbroken_dir, "--configfile", "tiny.yaml")
     args = (target.format(run=run), "--cores", "1", "--configfile", "tiny.yaml")  # --configfile takes all that follows
     assert snakemake(unbroken_dir, *args).returncode == 0
 
@@ -169,7 +169,8 @@ def test_each_chunk_job_trains_only_its_own_chunk_with_local_checkpoints(tmp_pat
     tiny_config(workdir, sweep=ONE_SEED, checkpoint_store="local",
                 pretrain={"chunks": 3, "epochs_per_job": 1, "checkpoint_every_steps": 10_000, "threads": 1})
     env = dict(os.environ, HTCANNEX_POOL_DIR=str(embedded_pool.spool_dir))
-    run = "4f2b97e9"  # the tiny config's run for seed 1 with these pretrain settings
+    run = planned_run(workdir, "--config", "checkpoint_store=local", "--configfile", "tiny.yaml",
+                      snakefile=workdir / "Snakefile")
     target = f"results/protein_lm/checkpoints/distributed/{run}/distributed-{run}-chunk-3.pt"
     result = snakemake(workdir, target, "--executor", "htcannex", "--profile", str(REPO / "profiles" / "local"),
                        "--config", "checkpoint_store=local", "--configfile", "tiny.yaml",
