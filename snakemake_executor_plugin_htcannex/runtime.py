@@ -4,6 +4,7 @@ and the options every submit shares. A mistake in any of them is a WorkflowError
 """
 import dataclasses
 import os
+import sys
 from pathlib import Path
 
 from snakemake_interface_common.exceptions import WorkflowError
@@ -72,6 +73,7 @@ class Runtime:
         environment, withheld = secrets.withhold({
             # The embedded pool's execute points are this machine.
             "PATH": os.environ["PATH"] if connection.embedded else EXECUTE_POINT_PATH,
+            paths.JOB_PYTHON_VARIABLE: sys.executable if connection.embedded else "python",
             **workflow.spawned_job_args_factory.envvars(),
         })
         sources = () if settings.shared_fs else sorted(workflow.dag.get_sources())

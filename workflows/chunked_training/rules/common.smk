@@ -27,6 +27,10 @@ TRAINING = config["training"]
 # (rules/mldag.smk); its checkpoints are wherever its transfer lists say, so a chunk's own output
 # is a record of its VARS, and it has no twin (its checkpoint paths name only the run).
 TEMPLATE = EXPERIMENT_CONFIG.get("submit_template")
+# {python}: the Python htcannex names in the job's environment (HTCANNEX_PYTHON, the plugin's
+# paths.JOB_PYTHON_VARIABLE: `python` on a real execute point, where this side's path means
+# nothing), else this Snakemake's own (a local run). Expanded by the job's shell.
+JOB_PYTHON = {"python": '"${HTCANNEX_PYTHON:-%s}"' % sys.executable}
 VARIANTS = ("distributed", "baseline") if config["baseline"] == "unbroken" and not TEMPLATE else ("distributed",)
 CHECKPOINT_SUFFIX = ".vars.json" if TEMPLATE else TRAINING["checkpoint_suffix"]
 SIDECARS = [] if TEMPLATE else TRAINING["sidecars"]
@@ -109,6 +113,5 @@ def training_command(wildcards, input, output, threads, first_chunk, last_chunk)
         "self_checkpoint": self_checkpoint_name(wildcards),
         "threads": threads,
         "workflow_dir": WORKFLOW_DIR,
-        "python": sys.executable,
     }
-    return format_command(f"{EXPERIMENT_SOURCE}: training.command", TRAINING["command"], values)
+    return format_command(f"{EXPERIMENT_SOURCE}: training.command", TRAINING["command"], values, JOB_PYTHON)

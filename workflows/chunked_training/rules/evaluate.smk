@@ -6,9 +6,9 @@ def evaluation_command(wildcards, input, output, threads):
     """The evaluation command of one checkpoint, placeholders filled in."""
     values = EXPERIMENT.chunk_vars(RUNS[wildcards.run], int(wildcards.chunk)) | {
         "chunk": int(wildcards.chunk), "chunks": CHUNKS, "checkpoint": input.checkpoint,
-        "write_to": output[0], "threads": threads, "workflow_dir": WORKFLOW_DIR, "python": sys.executable,
+        "write_to": output[0], "threads": threads, "workflow_dir": WORKFLOW_DIR,
     }
-    return format_command(f"{EXPERIMENT_SOURCE}: evaluate.command", EVALUATE["command"], values)
+    return format_command(f"{EXPERIMENT_SOURCE}: evaluate.command", EVALUATE["command"], values, JOB_PYTHON)
 
 
 def evaluations():

@@ -89,11 +89,12 @@ def load(source: str, config: Mapping) -> Experiment:
     return Experiment(name, chunking, runs, tuple(swept(specs)))
 
 
-def format_command(source: str, template: str, values: Mapping) -> str:
-    """`template` with each {placeholder} replaced by its value, quoted for the shell.
+def format_command(source: str, template: str, values: Mapping, shell_words: Mapping = {}) -> str:
+    """`template` with each {placeholder} replaced by its value, quoted for the shell; the
+    `shell_words` go in as they are (the job's shell expands them).
 
     Raises VarsError naming an unknown placeholder and the ones there are."""
-    quoted = {name: shlex.quote(str(value)) for name, value in values.items()}
+    quoted = {name: shlex.quote(str(value)) for name, value in values.items()} | dict(shell_words)
     for _, field, _, _ in string.Formatter().parse(template):
         if field is not None and field not in quoted:
             raise VarsError(f"{source}: the command's placeholder {{{field}}} is not one of "
