@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import os
 import re
-import sys
 import time
 from pathlib import Path
 from typing import AsyncGenerator, Optional
@@ -88,10 +87,7 @@ class Executor(RemoteExecutor):
     # -- Snakemake's hooks ---------------------------------------------------
 
     def get_python_executable(self):
-        # The embedded pool's execute points are this machine: use this Python.
-        if self._runtime is not None and self._runtime.connection.embedded:
-            return sys.executable
-        return super().get_python_executable()
+        return self._runtime.job_python
 
     def additional_general_args(self) -> str:
         # Without a common working directory Snakemake hands spawned jobs the

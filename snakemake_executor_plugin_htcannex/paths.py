@@ -17,9 +17,7 @@ STATE_DIR = Path(".htcannex")
 # that code. The job learns the name from CHECKPOINT_EXIT_MARKER_VARIABLE in its environment.
 CHECKPOINT_EXIT_MARKER = ".htcannex-checkpoint-exit"
 CHECKPOINT_EXIT_MARKER_VARIABLE = "HTCANNEX_CHECKPOINT_EXIT_MARKER"
-# The Python a job's own command should run, in the job's environment: the submit side's on the
-# embedded pool (its execute points are this machine), `python` from the job's PATH on a real
-# execute point (a site's or a container image's; the submit side's path means nothing there).
+# Names, in the job's environment, the Python a job's own command should run (runtime.Runtime.job_python).
 # Part of the job-environment contract workflows read (chunked_training's {python}).
 JOB_PYTHON_VARIABLE = "HTCANNEX_PYTHON"
 

@@ -34,6 +34,11 @@ class Runtime:
     submit_options: SubmitOptions
     idle_timeout_s: float
     direct_shell: bool
+    # The Python a job's own command runs (Snakemake's get_python_executable, and
+    # paths.JOB_PYTHON_VARIABLE in the job's environment): this one on the embedded pool,
+    # whose execute points are this machine; `python` from the job's PATH on a real execute
+    # point (a site's or a container image's: this side's path means nothing there).
+    job_python: str
     withheld_secrets: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
@@ -69,11 +74,12 @@ class Runtime:
             )
         except UnitError as error:
             raise WorkflowError(str(error)) from error
+        job_python = sys.executable if connection.embedded else "python"
         # Secrets never go into a job ad (see secrets.py); the user is told which were withheld.
         environment, withheld = secrets.withhold({
             # The embedded pool's execute points are this machine.
             "PATH": os.environ["PATH"] if connection.embedded else EXECUTE_POINT_PATH,
-            paths.JOB_PYTHON_VARIABLE: sys.executable if connection.embedded else "python",
+            paths.JOB_PYTHON_VARIABLE: job_python,
             **workflow.spawned_job_args_factory.envvars(),
         })
         sources = () if settings.shared_fs else sorted(workflow.dag.get_sources())
@@ -94,7 +100,7 @@ class Runtime:
         return cls(
             config, connection, EventLogTracker(paths.event_log(Path.cwd())), annexes,
             HoldPolicy(settings.hold_policy, settings.hold_releases), submit_options, idle_timeout_s,
-            not settings.snakemake_in_every_job, withheld,
+            not settings.snakemake_in_every_job, job_python, withheld,
         )
 
 
