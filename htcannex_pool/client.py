@@ -5,8 +5,13 @@
 drives a real access point and this pool with the same code. Every call is one
 request to the daemon; if the daemon is not up (never started, or exited when
 idle), the call starts it first.
+
+Each thread keeps one connection to the daemon open and sends its requests over it, one
+line each (the daemon answers a connection's lines in order): a submit costs one round
+trip, not a connect, a new daemon thread and a round trip.
 """
 import fcntl
+import functools
 import getpass
 import json
 import os
@@ -14,6 +19,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -59,6 +65,44 @@ def _checked_slots(slots) -> list[dict]:
     return list(slots)
 
 
+@functools.cache
+def _user() -> str:
+    """The submitting user, the Owner of every job this process submits (asked once)."""
+    return getpass.getuser()
+
+
+def _connect(socket_path: Path) -> socket.socket:
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(str(socket_path))
+    except OSError:
+        connection.close()
+        raise
+    return connection
+
+
+class _Connection:
+    """One open connection to the daemon, for the thread (and process) that opened it."""
+
+    def __init__(self, connected: socket.socket):
+        self.pid = os.getpid()
+        self.socket = connected
+        self.answers = connected.makefile("rb")
+
+    def exchange(self, request: bytes) -> bytes:
+        self.socket.sendall(request)
+        line = self.answers.readline()
+        if not line:
+            raise ConnectionResetError("the pool daemon closed the connection")
+        return line
+
+    def close(self):
+        self.answers.close()
+        self.socket.close()
+
+    __del__ = close  # a Pool dropped with its threads' connections open closes them
+
+
 class Pool:
     def __init__(self, spool_dir: str | os.PathLike | None = None, *, idle_exit_s: float = 1800.0,
                  cycle_s: float = 0.1, slots: list[dict] | None = None,
@@ -79,6 +123,7 @@ class Pool:
             except PolicyConfigError as error:
                 raise PoolRequestError(str(error)) from None
         self.socket_path = self.spool_dir / protocol.SOCKET_NAME
+        self._connections = threading.local()
         if len(str(self.socket_path)) > protocol.MAX_SOCKET_PATH:
             raise PoolError(f"pool spool directory {self.spool_dir} is too deep for a Unix socket "
                             f"({len(str(self.socket_path))} > {protocol.MAX_SOCKET_PATH} characters); "
@@ -87,22 +132,32 @@ class Pool:
     # ---- talking to the daemon
 
     def _send(self, op: str, args: dict) -> dict:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.connect(str(self.socket_path))
-            connection.sendall(protocol.encode({"op": op, "args": args}))
-            with connection.makefile("rb") as answers:
-                line = answers.readline()
-        if not line:
-            raise ConnectionResetError("the pool daemon closed the connection")
+        """One request over this thread's connection, opened on first use. A connection that
+        fails is dropped (its daemon has exited); the next request opens a new one."""
+        connection = getattr(self._connections, "open", None)
+        if connection is None or connection.pid != os.getpid():  # none yet, or the parent's before a fork
+            connection = self._connections.open = _Connection(_connect(self.socket_path))
+        try:
+            line = connection.exchange(protocol.encode({"op": op, "args": args}))
+        except OSError:
+            self._disconnect()
+            raise
         return protocol.decode(line)
+
+    def _disconnect(self):
+        connection = getattr(self._connections, "open", None)
+        if connection is not None:
+            connection.close()
+            self._connections.open = None
 
     def request(self, op: str, *, start: bool = True, **args):
         """One request; starts the daemon first if it is not up (or just exiting) and `start` is set."""
         try:
             answer = self._send(op, args)
-        except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError):
+        except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, BrokenPipeError):
             answer = None
         if answer is None or answer.get("kind") == "stopping":
+            self._disconnect()  # a stopping daemon's connection leads nowhere once it has exited
             if not start:
                 raise PoolError(f"the pool at {self.spool_dir} is not running "
                                 "(start it with `htcannex pool start` or Pool.ensure_running())")
@@ -275,7 +330,7 @@ class PoolSchedd:
         wants_environment = any(key.lower() == "getenv" for key in items)
         result = self._pool.request(
             "submit", items=items, procs=_procs(description, count, itemdata, queue),
-            submit_dir=os.getcwd(), owner=getpass.getuser(),
+            submit_dir=os.getcwd(), owner=_user(),
             environment=dict(os.environ) if wants_environment else None)
         return SubmitResult(result["cluster"], result["first_proc"], result["num_procs"])
 

@@ -71,7 +71,7 @@ class JobSpec:
 class SubmitOptions:
     """What is the same for every job of a workflow run."""
 
-    workdir: Path  # the job's initial directory; Snakemake's working directory
+    workdir: Path  # the job's initial directory; Snakemake's working directory (resolved)
     log_path: Path  # the one user event log, paths.event_log(workdir)
     shared_fs: bool = False  # campus pool with a shared filesystem: no file transfer
     container_image: str | None = None
@@ -83,14 +83,20 @@ class SubmitOptions:
     # place relative to the others in the sandbox; the job then starts in workdir's place there.
     transfer_root: Path | None = None
 
+    def __post_init__(self):
+        # Resolved once per run, not per job (symbolic links followed: the paths jobs are judged by).
+        object.__setattr__(self, "workdir", Path(self.workdir).resolve())
+        if self.transfer_root is not None:
+            object.__setattr__(self, "transfer_root", Path(self.transfer_root).resolve())
+
     @property
     def initial_dir(self) -> Path:
-        return Path(self.transfer_root or self.workdir)
+        return self.transfer_root or self.workdir
 
     @property
     def sandbox_workdir(self) -> str | None:
         """Where workdir is in the sandbox, relative to it; None when the sandbox is the workdir."""
-        relative = Path(self.workdir).resolve().relative_to(self.initial_dir.resolve())
+        relative = self.workdir.relative_to(self.initial_dir)
         return None if relative == Path(".") else str(relative)
 
     @property
@@ -336,10 +342,10 @@ def _environment(environment: Mapping[str, str], check: ValueChecker) -> str:
     return quote_new_syntax(entries)
 
 
-def job_signature(rule: str, outputs: Sequence[str], workdir: Path) -> str:
+def job_signature(rule: str, outputs: Sequence[str], options: SubmitOptions) -> str:
     """The same for every submission of one job of one workflow directory, across Snakemake restarts
     (Snakemake's job ids and attempts are not): what a restarted executor looks for to re-adopt it."""
-    text = "\0".join([str(Path(workdir).resolve()), rule, *sorted(outputs)])
+    text = "\0".join([str(options.workdir), rule, *sorted(outputs)])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -351,7 +357,7 @@ def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: V
         "MY.HtcannexJobId": _job_id_value(spec.jobid),
         "MY.HtcannexAttempt": str(int(spec.attempt)),
         "MY.HtcannexWildcards": classad2.quote(check.text("wildcards", wildcards)),
-        "MY.HtcannexSignature": classad2.quote(job_signature(spec.rule, spec.outputs, options.workdir)),
+        "MY.HtcannexSignature": classad2.quote(job_signature(spec.rule, spec.outputs, options)),
         # The slot's AnnexName in each execute event (the shadow writes the machine attributes a job
         # names here, remoteresource.cpp), so the event log says which annex every execution was on.
         "ulog_execute_attrs": "AnnexName",

@@ -143,7 +143,7 @@ class Executor(RemoteExecutor):
         """Track the job an earlier (killed) Snakemake submitted for the same outputs instead of
         submitting it again; False when there is none."""
         runtime = self._runtime
-        signature = job_signature(spec.rule, spec.outputs, runtime.submit_options.workdir)
+        signature = job_signature(spec.rule, spec.outputs, runtime.submit_options)
         ad, surplus = self._left_in_queue.take(signature)
         if ad is None:
             return self._adopt_finished(job, signature)
@@ -305,7 +305,7 @@ class Executor(RemoteExecutor):
         return f" A retry asks for at least {floor} MB (it was held with {held_with} MB)."
 
     def _signature(self, spec: JobSpec) -> str:
-        return job_signature(spec.rule, spec.outputs, self._runtime.submit_options.workdir)
+        return job_signature(spec.rule, spec.outputs, self._runtime.submit_options)
 
     def _wait_for_annex(self, job_info: SubmittedJobInfo) -> bool:
         runtime = self._runtime

@@ -61,14 +61,18 @@ def _secret_values(items: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
     return tuple(sorted(values, key=len, reverse=True))
 
 
-def contains_secret(text: object, environment: Mapping[str, str] | None = None) -> bool:
-    return redact(text, environment) != str(text)
+def contains_secret(text: str, values: tuple[str, ...]) -> bool:
+    """Whether `text` holds one of `values` (secret_values()) or a secret-looking pair or token."""
+    return _masked(text, values) != text
 
 
 def redact(text: object, environment: Mapping[str, str] | None = None) -> str:
     """`text` with every secret it contains replaced by [REDACTED]."""
-    text = str(text)
-    for value in secret_values(environment):
+    return _masked(str(text), secret_values(environment))
+
+
+def _masked(text: str, values: tuple[str, ...]) -> str:
+    for value in values:
         text = text.replace(value, MASK)
     text = SECRET_PAIR.sub(lambda m: f"{m['name']}{m['sep']}{m['quote']}{MASK}"
                            if is_secret_name(m["name"]) else m[0], text)

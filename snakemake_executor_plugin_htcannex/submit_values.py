@@ -11,12 +11,12 @@ other).
 """
 import os
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 import classad2
 
-from .secrets import contains_secret, redact
+from .secrets import contains_secret, redact, secret_values
 
 if TYPE_CHECKING:  # only for the annotation: description.py imports this module
     from .description import SubmitOptions
@@ -115,6 +115,8 @@ class ValueChecker:
 
     def __init__(self, rule: str):
         self.rule = rule
+        # Looked up once per job rather than once per value (~20 a job; issue 15).
+        self._secrets = secret_values()
 
     def rule_name(self) -> None:
         if not RULE_NAME.fullmatch(self.rule):
@@ -123,7 +125,7 @@ class ValueChecker:
     def text(self, field: str, value: object) -> str:
         """`value` as submit-language text: one line, `$` kept literal."""
         text = str(value)
-        if contains_secret(text):
+        if contains_secret(text, self._secrets):
             raise SubmitValueError(self.rule, field, value,
                                    "holds a secret (a token or password): a submit description is kept in the "
                                    "queue and the history, readable by others; give the job a token file instead "
@@ -146,9 +148,9 @@ class ValueChecker:
             return text
         if "://" in text:
             raise SubmitValueError(self.rule, field, value, "only osdf:// URLs can be transferred by htcannex")
-        where = PurePosixPath(Path(options.workdir).resolve()) / text
+        where = PurePosixPath(options.workdir) / text
         try:
-            path = PurePosixPath(os.path.normpath(where)).relative_to(PurePosixPath(options.initial_dir.resolve()))
+            path = PurePosixPath(os.path.normpath(where)).relative_to(PurePosixPath(options.initial_dir))
         except ValueError:
             raise SubmitValueError(self.rule, field, value,
                                    f"without a shared filesystem only files under the workdir, or under "
