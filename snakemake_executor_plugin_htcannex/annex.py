@@ -3,14 +3,21 @@
 HTCondor only creates an annex for a user who has a job queued for it, so the
 executor submits a job whose annex is not up on hold (with MY.TargetAnnexName
 set), asks `AnnexManager.ensure()` for the annex, and releases the job once the
-collector shows slots with that AnnexName.
+collector shows slots with that AnnexName. It does so only for a job its site
+admits (placement.py): no annex is ever requested for a job that cannot run there.
 
-The guards (`sites.AnnexGuards`, from htcannex.yaml) keep an unattended run from
+The guards (`catalogue.AnnexGuards`, from htcannex.yaml) keep an unattended run from
 "going rogue": at most `max_annexes` live requests at once, never a second live
 request for the same annex (an annex is named after its site, `Site.annex_name`,
-so this is also `max_per_site: 1`), and a core-hour budget (nodes x cpus x
-lifetime hours, summed over every request ever made from this working directory). Requests are persisted in
-`.htcannex/annex-requests.json`, so restarting Snakemake does not reset them.
+so a site has at most one live annex), and a core-hour budget (nodes x cpus x
+lifetime hours, summed over every request ever made from this working directory).
+Requests are persisted in `.htcannex/annex-requests.json`, so restarting Snakemake
+does not reset them; only annexes htcannex really requested are charged (not one
+that was already there, not a `create: manual` site's, which the user starts by hand).
+
+The status thread asks `ensure()` about every job waiting for an annex at each poll;
+`new_poll()` makes the next `ensure()` read the collector (one query for the slots of
+every annex) and the ledger once, and the rest of the poll uses what they said.
 """
 import enum
 import getpass
@@ -28,6 +35,7 @@ import htcondor2
 
 from .catalogue import AnnexGuards
 from .site import Site
+from .units import format_duration_s
 
 MODES = ("off", "ask", "auto")
 
@@ -111,7 +119,11 @@ class AnnexBackend(Protocol):
     def describe(self, site: Site) -> str:
         """The command that creates `site`'s annex, for the user to read (or run by hand)."""
 
-    def create(self, site: Site) -> None: ...
+    def manual_steps(self, site: Site) -> str:
+        """What the user runs to bring up a `create: manual` site's annex by hand."""
+
+    def create(self, site: Site) -> bool:
+        """Request `site`'s annex; False when it was already there (nothing was requested)."""
 
 
 class HtcondorCliBackend:
@@ -144,7 +156,7 @@ class HtcondorCliBackend:
     def describe(self, site: Site) -> str:
         return "ANNEX_USE_OLD_CREATE=true " + shlex.join(self.command(site))
 
-    def create(self, site: Site) -> None:
+    def create(self, site: Site) -> bool:
         # The knob is read through htcondor's config, which takes _CONDOR_ overrides.
         env = dict(os.environ, _CONDOR_ANNEX_USE_OLD_CREATE="true")
         result = subprocess.run(self.command(site), env=env, stdin=sys.stdin)
@@ -153,6 +165,36 @@ class HtcondorCliBackend:
                 f"`{self.describe(site)}` exited with {result.returncode}; its output above "
                 f"says why (login, allocation, queue limits)"
             )
+        return True
+
+    def manual_steps(self, site: Site) -> str:
+        """A site in HTCondor's SYSTEM_TABLE that needs an interactive (two-factor) login: HTCondor
+        25's self-service `htcondor annex create NAME`, whose setup tarball the user runs at the
+        site (htcondor_cli/annex_create.py; README.annex-setup). Any other site (a cloud VM such as
+        Jetstream2's): an execute point joining this pool that advertises the annex's name and
+        starts only this user's jobs for it, as an annex pilot's configuration does
+        (condor_scripts/annex/00-annex-pilot-base)."""
+        name = site.annex_name
+        if site.facts == "system-table":
+            tarball = f"annex-{name}.tar"
+            return (f"On this access point (the held jobs for it are already queued):\n"
+                    f"    htcondor annex create {name}\n"
+                    f"copy the {tarball} it writes to {site.system}, and there:\n"
+                    f"    tar xf {tarball} && cd annex-{name} && ./annex-setup.sh\n"
+                    f"then add your allocation and queue ({site.queue}, {site.nodes} node(s), at most "
+                    f"{format_duration_s(site.lifetime_s)}) to the hpc.slurm it writes and `sbatch hpc.slurm`.")
+        collector = htcondor2.param.get("COLLECTOR_HOST", "<this pool's central manager>")
+        return (f"Start a machine at {site.name}{f' ({site.queue})' if site.queue else ''} with HTCondor 25 "
+                f"installed, give it a token to join this pool (`condor_token_fetch` here, saved in its "
+                f"tokens.d), and this configuration (e.g. /etc/condor/config.d/50-{name}.conf):\n"
+                f"    use role:execute\n"
+                f"    CONDOR_HOST = {collector}\n"
+                f"    AnnexName = \"{name}\"\n"
+                f"    STARTD_ATTRS = $(STARTD_ATTRS) AnnexName\n"
+                f"    START = $(START) && MY.AnnexName == TARGET.TargetAnnexName && "
+                f"TARGET.Owner == \"{getpass.getuser()}\"\n"
+                f"then run condor_master there, and stop the machine after {format_duration_s(site.lifetime_s)} "
+                f"(sites.{site.name}.lifetime).")
 
 
 class EmbeddedBackend:
@@ -171,14 +213,19 @@ class EmbeddedBackend:
     def describe(self, site: Site) -> str:
         return shlex.join(self.command(site))
 
-    def create(self, site: Site) -> None:
+    def manual_steps(self, site: Site) -> str:
+        # The embedded pool plays the execute point a user starts by hand.
+        return f"Bring it up by hand:\n    {self.describe(site)}"
+
+    def create(self, site: Site) -> bool:
         if any(annex["name"] == site.annex_name and annex["state"] != "expired"
                for annex in self.pool.annexes()):
-            return  # asked for before this working directory's ledger existed
+            return False  # asked for before this working directory's ledger existed, or by hand
         self.pool.create_annex(
             site.annex_name, owner=getpass.getuser(), nodes=site.nodes,
             lifetime_s=site.lifetime_s, **site.slot_shape(),
         )
+        return True
 
 
 def ask_on_terminal(question: str) -> Optional[bool]:
@@ -214,22 +261,40 @@ class AnnexManager:
         self.clock = clock
         # Asked once per run: ensure() runs again at every status check.
         self._declined: set[str] = set()
+        self._told_manual: set[str] = set()  # manual sites whose steps were printed in full
+        self._up: Optional[set[str]] = None  # annex names with slots, as of this poll
+        self._requests: Optional[list[LedgerEntry]] = None  # the ledger, as of this poll
 
-    def is_up(self, name: str) -> bool:
-        slots = self.collector.query(
-            htcondor2.AdTypes.Startd,
-            constraint=f"AnnexName == {json.dumps(name)}",
-            projection=["Name"],
-        )
-        return len(slots) > 0
+    def new_poll(self) -> None:
+        """Forget what the collector and the ledger said: the next ensure() asks them again."""
+        self._up = self._requests = None
+
+    def _look(self) -> tuple[set[str], list[LedgerEntry]]:
+        """The annexes with slots (one collector query for all of them) and the ledger, once per poll.
+        run_job (Snakemake's thread) and the status thread both ask: locals, not the attributes, are
+        returned, so a new_poll() in between cannot hand back None."""
+        up, requests = self._up, self._requests
+        if up is None:
+            slots = self.collector.query(htcondor2.AdTypes.Startd, constraint="AnnexName isnt undefined",
+                                         projection=["AnnexName"])
+            up = self._up = {slot["AnnexName"] for slot in slots}
+        if requests is None:
+            requests = self._requests = self.ledger.requests()
+        return up, requests
+
+    def is_up(self, site: Site) -> bool:
+        """Whether `site`'s annex has slots, as of this poll."""
+        return site.annex_name in self._look()[0]
 
     def ensure(self, site: Site) -> AnnexStatus:
         """Make sure `site`'s annex is up or requested, within the mode and guards."""
         name = site.annex_name
-        if self.is_up(name):
+        if self.is_up(site):
             return AnnexStatus(AnnexState.UP)
+        requests = self._look()[1]
+        if site.manual:
+            return self._by_hand(site)
         now = self.clock()
-        requests = self.ledger.requests()
         if any(r.name == name and r.live(now) for r in requests):
             return AnnexStatus(AnnexState.REQUESTED, f"annex {name} was requested, waiting for it")
         create_by_hand = (
@@ -260,10 +325,26 @@ class AnnexManager:
                 self._declined.add(name)
                 return AnnexStatus(AnnexState.WAITING, f"annex {name} declined. {create_by_hand}")
         try:
-            self.backend.create(site)
+            requested = self.backend.create(site)
         except Exception as error:  # ssh, batch system or pool refusals alike
             return AnnexStatus(
                 AnnexState.WAITING, f"creating annex {name} failed: {error}. {create_by_hand}"
             )
-        self.ledger.add(LedgerEntry(name, site.name, site.annex_core_hours, now, site.lifetime_s))
+        if not requested:
+            return AnnexStatus(AnnexState.REQUESTED, f"annex {name} is already coming up (not requested by "
+                                                     "this run, not charged to its budget), waiting for it")
+        entry = LedgerEntry(name, site.name, site.annex_core_hours, now, site.lifetime_s)
+        self.ledger.add(entry)
+        requests.append(entry)
         return AnnexStatus(AnnexState.REQUESTED, f"requested annex {name}")
+
+    def _by_hand(self, site: Site) -> AnnexStatus:
+        """A `create: manual` site: never requested or charged; the steps are said once in full."""
+        name = site.annex_name
+        why = (f"annex {name} is not up, and site {site.name} is created by hand (sites.{site.name}.create: "
+               "manual): htcannex does not request it and charges nothing to the budget. The held jobs are "
+               "released when its slots appear.")
+        if name in self._told_manual:
+            return AnnexStatus(AnnexState.WAITING, why)
+        self._told_manual.add(name)
+        return AnnexStatus(AnnexState.WAITING, f"{why} {self.backend.manual_steps(site)}")

@@ -35,7 +35,6 @@ from .units import UnitError, format_duration_s, format_size_mib, parse_duration
 class AnnexGuards:
     mode: str = "ask"  # off | ask | auto
     max_annexes: int = 4
-    max_per_site: int = 1
     core_hour_budget: float = 0.0  # 0: no annex may be requested
     idle_timeout_s: int = 1800
 
@@ -84,6 +83,10 @@ class _Loader:
         annex = document.get("annex")
         if isinstance(annex, dict) and annex.get("mode") is False:
             annex["mode"] = "off"  # YAML 1.1 (PyYAML) reads a bare `off` as false
+        if isinstance(annex, dict) and "max_per_site" in annex:
+            raise self.error("annex.max_per_site", "is not a setting any more: an annex is named after its site, "
+                             "so a site never has more than one live annex",
+                             "remove it (max_annexes limits the annexes live at once)")
         self.check_schema(document)
         sites = {name: self.site(name, entry) for name, entry in document["sites"].items()}
         return Catalogue(
@@ -214,6 +217,7 @@ class _Loader:
         site = Site(
             **{**common, "cpus": cpus, "memory_mb": memory_mb, "gpus": gpus},
             memory_request=entry.get("memory_request", "drop" if allocation == "node" else "pass"),
+            create=entry.get("create", "htcannex"),
             facts=facts,
             system=entry.get("system"),
             queue=entry.get("queue"),
@@ -328,15 +332,10 @@ class _Loader:
         )
 
     def annex(self, entry: dict) -> AnnexGuards:
-        guards = AnnexGuards(
+        return AnnexGuards(
             mode=entry.get("mode", AnnexGuards.mode),
             max_annexes=entry.get("max_annexes", AnnexGuards.max_annexes),
-            max_per_site=entry.get("max_per_site", AnnexGuards.max_per_site),
             core_hour_budget=float(entry.get("core_hour_budget", AnnexGuards.core_hour_budget)),
             idle_timeout_s=self.duration("annex.idle_timeout", entry["idle_timeout"])
             if "idle_timeout" in entry else AnnexGuards.idle_timeout_s,
         )
-        if guards.max_per_site > guards.max_annexes:
-            raise self.error("annex.max_per_site", f"{guards.max_per_site} is more than max_annexes "
-                             f"({guards.max_annexes})", "lower max_per_site or raise max_annexes")
-        return guards

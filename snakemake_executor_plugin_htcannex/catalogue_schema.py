@@ -11,7 +11,7 @@ IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SITE_NAME = r"^[a-z][a-z0-9-]*$"
 QUANTITY = {"type": ["string", "number"]}
 # Keys that only make sense for a site whose slots come from an annex we create.
-ANNEX_ONLY_KEYS = ("facts", "system", "queue", "whole_node", "nodes", "max_lifetime", "lifetime", "project", "login")
+ANNEX_ONLY_KEYS = ("create", "facts", "system", "queue", "whole_node", "nodes", "max_lifetime", "lifetime", "project", "login")
 POOL_ONLY_KEYS = ("max_runtime",)
 
 SITE_SCHEMA = {
@@ -20,6 +20,7 @@ SITE_SCHEMA = {
     "required": ["kind"],
     "properties": {
         "kind": {"enum": ["annex", "pool"]},
+        "create": {"enum": ["htcannex", "manual"]},
         "facts": {"enum": ["system-table", "catalogue"]},
         "system": {"type": "string"},
         "queue": {"type": "string"},
@@ -72,7 +73,6 @@ CATALOGUE_SCHEMA = {
             "properties": {
                 "mode": {"enum": ["off", "ask", "auto"]},
                 "max_annexes": {"type": "integer", "minimum": 1},
-                "max_per_site": {"type": "integer", "minimum": 1},
                 "core_hour_budget": {"type": "number", "minimum": 0},
                 "idle_timeout": QUANTITY,
             },

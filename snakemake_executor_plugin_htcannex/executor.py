@@ -22,12 +22,14 @@ from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
 from . import direct_shell, one_step, recovery, secrets
 from .annex import AnnexState
-from .description import JobSpec, build_submit, job_signature, resource_request
+from .description import JobSpec, build_submit, job_signature
 from .holds import Hold, memory_for_retry
-from .job_spec import job_spec, products, wildcards_of, with_memory
-from .rotation import RotationError, plan_report
+from .job_spec import job_spec, placement_request, products, wildcards_of, with_memory
+from .placement import place
+from .plan import plan_report
+from .rotation import RotationError
 from .runtime import EXECUTE_POINT_PATH, Runtime
-from .site import Site, SiteRefusal
+from .site import ResourceRequest, Site, SiteRefusal
 from .submit_template import TemplateError
 from .submit_values import SubmitValueError
 from .tracking import JobPhase, JobRecord
@@ -105,27 +107,36 @@ class Executor(RemoteExecutor):
         spec = self._job_spec(job)
         if self._adopt(job, spec):
             return
+        # Feasibility first (placement.py): a job no site can run fails alone, before any annex is
+        # requested or anything submitted; the rest of the run goes on.
         try:
-            placement = runtime.config.rotation.place(job.name, wildcards_of(job), job.attempt)
-        except RotationError as error:
-            raise WorkflowError(str(error)) from error
-        site = runtime.config.sites[placement.site] if placement.site else None
-        hold_for_annex = False
-        if site is not None and site.kind == "annex":
+            decision = place(runtime.config.rotation, runtime.config.sites, job.name, wildcards_of(job),
+                             job.attempt, self._placement_request(job, spec))
+            site = decision.site
+            if decision.impossible:
+                raise SiteRefusal(decision.impossible)
+            submit = build_submit(spec, site, runtime.submit_options)
+        except (RotationError, SubmitValueError, SiteRefusal, TemplateError) as error:
+            self.report_job_error(SubmittedJobInfo(job), msg=f"{error} ")
+            return
+        for skip in decision.skipped:
+            self.logger.info(f"Job {job.jobid} skips site {skip.site}: {skip.reason}")
+        hold_for_annex = site is not None and site.kind == "annex" and not runtime.annexes.is_up(site)
+        if hold_for_annex:
+            # HTCondor creates an annex only for a user with a job queued for it: queue it held first.
+            submit["hold"] = "true"
+        try:
+            result = runtime.connection.schedd.submit(submit)
+        except Exception as error:  # htcondor2.HTCondorException, the embedded pool's PoolRequestError
+            self.report_job_error(SubmittedJobInfo(job), msg=f"The schedd refused to queue job {job.jobid}: "
+                                                            f"{secrets.redact(str(error))} ")
+            return
+        if hold_for_annex:
             status = runtime.annexes.ensure(site)
-            hold_for_annex = status.state is not AnnexState.UP
             if status.state is AnnexState.WAITING:
                 self.logger.warning(status.message)  # the user has to act
             elif status.message:
                 self.logger.info(status.message)
-        try:
-            submit = build_submit(spec, site, runtime.submit_options)
-        except (SubmitValueError, SiteRefusal, TemplateError) as error:
-            raise WorkflowError(str(error)) from error
-        if hold_for_annex:
-            # HTCondor creates an annex only for a user with a job queued for it.
-            submit["hold"] = "true"
-        result = runtime.connection.schedd.submit(submit)
         job_id = f"{result.cluster()}.{result.first_proc()}"
         where = f" on {site.name}" if site else ""
         self.logger.info(f"Submitted job {job.jobid} as HTCondor job {job_id}{where}"
@@ -190,6 +201,7 @@ class Executor(RemoteExecutor):
         # scheduler from queries, and this reads one local file; throttled, a chain of short
         # jobs stalls for most of a second after every tenth poll.
         runtime.tracker.poll()
+        runtime.annexes.new_poll()  # one collector query and ledger read for all jobs waiting on annexes
         for job_info in active_jobs:
             if self._still_active(job_info):
                 yield job_info
@@ -334,7 +346,7 @@ class Executor(RemoteExecutor):
         tried.add(tracked.site.name)
         site = job_ad is not None and recovery.next_site(runtime.config.rotation, runtime.config.sites, job.name,
                                                          wildcards_of(job), job.attempt, tried, job_ad,
-                                                         resource_request(tracked.spec))
+                                                         self._placement_request(job, tracked.spec))
         if not site:
             return self._fail_waiting(job_info, why)
         status = runtime.annexes.ensure(site)
@@ -384,11 +396,20 @@ class Executor(RemoteExecutor):
             spec = dataclasses.replace(spec, resources=with_memory(spec.resources, floor))
         return spec
 
+    def _placement_request(self, job: JobExecutorInterface, spec: JobSpec) -> ResourceRequest:
+        """What placement judges the job by: the plan's request (job_spec.placement_request), with
+        at least the memory a memory hold set for this job's next attempt."""
+        request = placement_request(job.name, job.resources, job.threads)
+        floor = self._memory_floor.get(self._signature(spec))
+        if floor is not None and (request.memory_mb or 0) < floor:
+            request = dataclasses.replace(request, memory_mb=floor)
+        return request
+
     def _print_plan(self) -> None:
-        config = self._runtime.config
-        jobs = [(job.name, wildcards_of(job)) for job in self.workflow.dag.needrun_jobs() if not job.is_group()]
+        jobs = [(job.name, wildcards_of(job), job.resources, job.threads)
+                for job in self.workflow.dag.needrun_jobs() if not job.is_group()]
         try:
-            plan = plan_report(config.rotation, jobs)
+            plan = plan_report(self._runtime.config, jobs)
         except RotationError as error:
             raise WorkflowError(str(error)) from error
         if plan:

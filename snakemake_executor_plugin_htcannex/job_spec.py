@@ -9,11 +9,14 @@ code; `with_checkpoint_exit` makes the job exit with the code a script wrote to 
 (paths.CHECKPOINT_EXIT_MARKER, named to the job by $HTCANNEX_CHECKPOINT_EXIT_MARKER).
 """
 import shlex
+from collections.abc import Mapping
 
+from snakemake.common.tbdstring import TBDString
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
 from . import osdf_transfer
-from .description import JobSpec, SubmitOptions
+from .description import JobSpec, SubmitOptions, resource_request
+from .site import ResourceRequest
 from .paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
 
 # A job runs a whole Snakemake process (~150 MB resident) besides the rule's
@@ -50,6 +53,17 @@ def job_spec(job: JobExecutorInterface, shell_command: tuple[str, str], runs_sna
         ships_workflow_sources=runs_snakemake,
         **files,
     )
+
+
+def placement_request(rule: str, resources: Mapping[str, object], threads: int) -> ResourceRequest:
+    """What placement.place judges a job by, the same in a dry run and in a run: the rule's
+    resources with room for the job's own Snakemake, as a job that runs one asks for them (a plain
+    shell rule run directly asks for less, and a site that admits this admits that). Raises
+    SubmitValueError for a resource that is not a valid request. A dry run has no value yet for a
+    resource computed from input files (Snakemake's <TBD>): it is not judged."""
+    known = {name: value for name, value in resources.items() if not isinstance(value, TBDString)}
+    return resource_request(JobSpec(rule=rule, jobid=0, argv=(), resources=_with_room_for_snakemake(known),
+                                    threads=threads))
 
 
 def wildcards_of(job: JobExecutorInterface) -> dict:

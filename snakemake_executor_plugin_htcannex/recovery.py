@@ -22,6 +22,7 @@ import classad2
 from htcondor_codes import JobStatus
 
 from .matching import analyse_slot, catalogue_slot_ad, live_slots
+from .placement import place
 from .rotation import Rotation
 from .site import ResourceRequest, Site
 
@@ -107,22 +108,20 @@ class FinishedJobs:
 
 def next_site(rotation: Rotation, sites: dict, rule: str, wildcards: dict, attempt: int,
               tried: set, job_ad: classad2.ClassAd, request: ResourceRequest) -> Optional[Site]:
-    """The first site after this attempt's in the rule's rotation (as a retry would go), not
-    in `tried`, that admits the job's `request` (as run_job's submission would) and whose
-    catalogue slot satisfies the job's Requirements; None when there is none."""
-    for later in range(attempt + 1, attempt + 1 + len(rotation.policy_for(rule).sites)):
-        name = rotation.place(rule, wildcards, later).site
-        if name is None or name in tried:
-            continue
-        site = sites[name]
-        if site.kind != "annex" or not (site.cpus and site.memory_mb) or site.admit(request, rule=rule).refusal:
-            continue
-        # Judge the job as it would be there: pointed at that site's annex.
-        moved = classad2.parseOne(repr(job_ad))
-        moved["TargetAnnexName"] = site.annex_name
-        slot = catalogue_slot_ad(site, job_ad.get("Owner", ""))
-        if analyse_slot(moved, slot, source="catalogue", site=name).matches:
-            return site
+    """The site a retry would go to (placement.place from the next attempt on: the first site of
+    the rule's rotation that admits `request`), leaving out the sites in `tried` and those whose
+    catalogue slot does not satisfy the job's Requirements; None when there is none."""
+    passed = set(tried)
+    while (site := place(rotation, sites, rule, wildcards, attempt + 1, request,
+                         passed=frozenset(passed)).site) is not None:
+        if site.kind == "annex" and site.cpus and site.memory_mb:
+            # Judge the job as it would be there: pointed at that site's annex.
+            moved = classad2.parseOne(repr(job_ad))
+            moved["TargetAnnexName"] = site.annex_name
+            slot = catalogue_slot_ad(site, job_ad.get("Owner", ""))
+            if analyse_slot(moved, slot, source="catalogue", site=site.name).matches:
+                return site
+        passed.add(site.name)
     return None
 
 

@@ -116,6 +116,21 @@ class Rotation:
             site = sites[(attempt - 1) % len(sites)]
         return Placement(rule, run, chunk, attempt, site)
 
+    def order(self, rule: str, wildcards: Mapping[str, object], attempt: int = 1) -> list[str]:
+        """Every site of the rule's rotation once, in the order this attempt and the ones after it
+        would visit them: where a job goes when the attempt's own site cannot run it
+        (placement.py); [] for policy `any`."""
+        sites = self.policy_for(rule).sites
+        order: list[str] = []
+        later = attempt
+        # Shuffle may repeat a site across a block boundary before every site has come up.
+        while len(order) < len(sites) and later < attempt + 2 * len(sites):
+            site = self.place(rule, wildcards, later).site
+            if site not in order:
+                order.append(site)
+            later += 1
+        return order
+
     def _wildcard(self, rule: str, wildcards: Mapping[str, object], name: str) -> object:
         if name not in wildcards:
             policy = self.policy_for(rule).policy
@@ -133,36 +148,6 @@ class Rotation:
             for rule, wildcards in jobs
             if self.policy_for(rule).policy != "any"
         ]
-
-
-def render_plan(rotation: Rotation, placements: Iterable[Placement]) -> str:
-    """The run x chunk -> site table per rule, as `snakemake -n` prints it."""
-    by_rule: dict[str, dict[str, dict[int, str]]] = {}
-    for placement in placements:
-        by_rule.setdefault(placement.rule, {}).setdefault(placement.run, {})[placement.chunk] = placement.site
-    blocks = []
-    for rule in sorted(by_rule):
-        runs = by_rule[rule]
-        chunks = sorted({chunk for row in runs.values() for chunk in row})
-        rule_policy = rotation.policy_for(rule)
-        header = [f"{rotation.run_wildcard} \\ {rotation.chunk_wildcard}", *map(str, chunks)]
-        rows = [header] + [
-            [run, *(runs[run].get(chunk, "-") for chunk in chunks)] for run in sorted(runs, key=run_order_key)
-        ]
-        widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-        lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
-        title = f"rule {rule}: {rule_policy.policy} over {', '.join(rule_policy.sites)}"
-        blocks.append("\n".join([title, *lines]))
-    return "\n\n".join(blocks)
-
-
-def plan_report(rotation: Rotation, jobs: Iterable[tuple[str, Mapping[str, object]]]) -> str:
-    """The plan with its heading, as a run prints it before submitting and `snakemake -n`
-    after its job listing; "" when no job of a rotated rule is among (rule, wildcards) pairs."""
-    placements = rotation.plan(jobs)
-    if not placements:
-        return ""
-    return "htcannex plan (run x chunk -> site):\n" + render_plan(rotation, placements)
 
 
 def run_order_key(run: str) -> tuple[int, int, str]:

@@ -84,6 +84,7 @@ class Site:
     requirements: str | None = None
     submit_commands: Mapping[str, object] = field(default_factory=dict)  # escape hatch, jobs here
     # annex sites
+    create: str = "htcannex"  # "manual": the user brings the annex up by hand (annex.AnnexManager)
     facts: str = "system-table"
     system: str | None = None
     queue: str | None = None
@@ -100,6 +101,11 @@ class Site:
     @property
     def annex_name(self) -> str:
         return annex_name(self.name)
+
+    @property
+    def manual(self) -> bool:
+        """An annex htcannex never requests: the user starts it by hand (sites.NAME.create: manual)."""
+        return self.create == "manual"
 
     @property
     def whole_node(self) -> bool:

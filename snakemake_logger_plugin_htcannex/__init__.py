@@ -6,7 +6,9 @@ prints before it submits would be missing from the one command users run to
 see what will happen. Snakemake does hand every logger plugin the jobs a dry
 run lists (JOB_INFO records: rule name and wildcards); this handler keeps them
 and, when Snakemake shuts logging down after the listing, prints the plan with
-`rotation.plan_report`, the code the executor uses, on the profile's htcannex.yaml.
+`plan.plan_report`, the code the executor uses, on the profile's htcannex.yaml: the same
+placement (each job's resources judged against each site, skips and impossible jobs with their
+reasons) and the plan as a budget.
 
 A profile turns it on with
 
@@ -28,8 +30,9 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 
-from snakemake_executor_plugin_htcannex.rotation import RotationError, plan_report
 from snakemake_executor_plugin_htcannex.catalogue import HtcannexConfigError, load_catalogue
+from snakemake_executor_plugin_htcannex.plan import plan_report
+from snakemake_executor_plugin_htcannex.rotation import RotationError
 
 __all__ = ["LogHandler", "LogHandlerSettings"]
 
@@ -48,12 +51,12 @@ class LogHandlerSettings(LogHandlerSettingsBase):
 
 class LogHandler(LogHandlerBase):
     def __post_init__(self) -> None:
-        self.jobs: list[tuple[str, dict]] = []
+        self.jobs: list[tuple[str, dict, dict, int]] = []
         self.failed = False
         self.reported = False
-        self.rotation = self._load_rotation() if self.common_settings.dryrun else None
+        self.catalogue = self._load_catalogue() if self.common_settings.dryrun else None
 
-    def _load_rotation(self):
+    def _load_catalogue(self):
         if self.settings is None or self.settings.config is None:
             raise WorkflowError(
                 "the htcannex logger needs the profile's htcannex.yaml: set "
@@ -68,16 +71,18 @@ class LogHandler(LogHandlerBase):
                 "point --logger-htcannex-config (profile key logger-htcannex-config) at the "
                 "profile's htcannex.yaml")))
         try:
-            return load_catalogue(path).rotation
+            return load_catalogue(path)
         except HtcannexConfigError as error:
             raise WorkflowError(str(error)) from error
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.rotation is None:
+        if self.catalogue is None:
             return
         event = getattr(record, "event", None)
         if event == LogEvent.JOB_INFO:
-            self.jobs.append((record.rule_name, dict(record.wildcards or {})))
+            resources = record.resources
+            self.jobs.append((record.rule_name, dict(record.wildcards or {}),
+                              dict(resources.items()) if resources else {}, record.threads or 1))
         elif event == LogEvent.ERROR:
             # Snakemake's own error (not a plugin's logged complaint): a dry run that failed
             # has no plan, the jobs it listed are not what a run would do.
@@ -86,10 +91,10 @@ class LogHandler(LogHandlerBase):
     def close(self) -> None:
         # Snakemake closes its plugin handlers once the run is over and every record has been
         # handled; logging.shutdown() closes them again at exit.
-        if self.rotation is not None and not self.failed and not self.reported:
+        if self.catalogue is not None and not self.failed and not self.reported:
             self.reported = True
             try:
-                report = plan_report(self.rotation, self.jobs)
+                report = plan_report(self.catalogue, self.jobs)
             except RotationError as error:
                 report = f"htcannex plan: {error}"
             if report:

@@ -1,5 +1,4 @@
 """Annex lifecycle guards, modes and the create command lines."""
-import json
 import shlex
 import pytest
 
@@ -24,14 +23,16 @@ def make_site(name="expanse", **overrides):
 
 
 class SlotsCollector:
-    """The collector's slot ads, as `htcondor2.Collector.query` filters them."""
+    """The collector's slot ads, as `htcondor2.Collector.query` filters them; counts the queries."""
 
     def __init__(self):
         self.annexes_up = set()
+        self.queries = 0
 
     def query(self, ad_type, constraint, projection):
-        name = json.loads(constraint.split("==", 1)[1])
-        return [{"Name": f"slot1@{name}"}] if name in self.annexes_up else []
+        self.queries += 1
+        assert constraint == "AnnexName isnt undefined"
+        return [{"Name": f"slot1@{name}", "AnnexName": name} for name in sorted(self.annexes_up)]
 
 
 class RecordingBackend(HtcondorCliBackend):
@@ -40,6 +41,7 @@ class RecordingBackend(HtcondorCliBackend):
 
     def create(self, site):
         self.created.append(site.annex_name)
+        return True
 
 
 @pytest.fixture
@@ -163,3 +165,54 @@ def test_ask_declined_is_not_asked_again_in_the_same_run(manager):
     for _ in range(3):  # run_job, then two status checks
         assert annexes.ensure(make_site()).state is AnnexState.WAITING
     assert len(questions) == 1 and annexes.backend.created == []
+
+
+def test_the_waiting_path_makes_one_collector_query_and_one_ledger_read_per_poll(manager, monkeypatch):
+    annexes = manager()
+    sites = [make_site(name) for name in ("expanse", "delta", "anvil")]
+    reads = []
+    real_read = annexes.ledger.requests
+    monkeypatch.setattr(annexes.ledger, "requests", lambda: reads.append(1) or real_read())
+    for poll in range(3):
+        annexes.new_poll()
+        before = len(reads)
+        for site in sites * 4:  # twelve jobs waiting on three annexes
+            annexes.ensure(site)
+        assert annexes.collector.queries == poll + 1
+        # one read per poll (the first poll also re-reads it to add each of its three requests)
+        assert len(reads) - before == (1 + 3 if poll == 0 else 1)
+    annexes.collector.annexes_up.add("htcannex-delta")
+    assert annexes.ensure(sites[1]).state is AnnexState.REQUESTED  # as of this poll: not up yet
+    annexes.new_poll()
+    assert annexes.ensure(sites[1]).state is AnnexState.UP and annexes.collector.queries == 4
+
+
+def test_manual_site_is_never_requested_nor_charged_and_its_steps_are_said_once(manager):
+    annexes = manager()
+    site = make_site("jetstream2", create="manual", facts="catalogue", system="jetstream2", queue="g3.xl",
+                     project=None, login=None)
+    first, second = annexes.ensure(site), annexes.ensure(site)
+    assert first.state is second.state is AnnexState.WAITING
+    assert annexes.backend.created == [] and annexes.ledger.requests() == []
+    # An execute point joining the pool for this annex only, as HTCondor's annex pilot configures one.
+    assert 'AnnexName = "htcannex-jetstream2"' in first.message
+    assert "STARTD_ATTRS = $(STARTD_ATTRS) AnnexName" in first.message
+    assert "MY.AnnexName == TARGET.TargetAnnexName" in first.message
+    assert "STARTD_ATTRS" not in second.message and "create: manual" in second.message
+    annexes.collector.annexes_up.add("htcannex-jetstream2")
+    annexes.new_poll()
+    assert annexes.ensure(site).state is AnnexState.UP
+
+
+def test_manual_site_in_the_system_table_gets_htcondor_25s_setup_tarball_steps(manager):
+    status = manager().ensure(make_site("delta", create="manual", system="delta", queue="gpuA100x4"))
+    assert "htcondor annex create htcannex-delta\n" in status.message
+    assert "annex-htcannex-delta.tar" in status.message and "./annex-setup.sh" in status.message
+    assert "sbatch hpc.slurm" in status.message
+
+
+def test_an_annex_already_there_is_waited_for_but_not_charged(manager):
+    annexes = manager()
+    annexes.backend.create = lambda site: False  # the pool had it: nothing was requested
+    assert annexes.ensure(make_site()).state is AnnexState.REQUESTED
+    assert annexes.ledger.requests() == []

@@ -74,7 +74,9 @@ def test_table_fills_facts_the_catalogue_leaves_out(tmp_path):
         (lambda d: d["rotation"]["train_chunk"].pop("sites"), "rotation.train_chunk.sites", "empty"),
         (lambda d: d.update(run_wildcard="run-id"), "run_wildcard", "'run-id'"),
         (lambda d: d["annex"].update(mode="yes"), "annex.mode", "'yes'"),
-        (lambda d: d["annex"].update(max_per_site=3), "annex.max_per_site", "more than max_annexes"),
+        (lambda d: d["annex"].update(max_per_site=1), "annex.max_per_site", "never has more than one live annex"),
+        (lambda d: d["sites"]["laptop"].update(create="later"), "sites.laptop.create", "'later'"),
+        (lambda d: d["sites"]["ospool"].update(create="manual"), "sites.ospool.create", "kind pool"),
         (lambda d: d.update(sites={}), "sites", "is empty"),
         (lambda d: d.update(submit={"executable": "/bin/evil"}), "submit.executable", "set by htcannex"),
         (lambda d: d["sites"]["ospool"].update(submit={"nope": 1}), "sites.ospool.submit.nope",
@@ -149,7 +151,12 @@ def test_missing_file_names_the_setting(tmp_path):
 
 def test_nairr_catalogue_loads_and_agrees_with_system_table():
     catalogue = load_catalogue(NAIRR)
-    assert set(catalogue.sites) == {"expanse", "bridges2", "anvil", "delta", "jetstream2", "aws", "chtc", "ospool"}
+    assert set(catalogue.sites) == {"expanse", "bridges2", "anvil", "delta", "jetstream2", "jetstream2-g3large",
+                                    "aws", "chtc", "ospool"}
+    # Jetstream2 is not in SYSTEM_TABLE: `htcondor annex create` cannot make it, the user starts it.
+    assert {name for name, site in catalogue.sites.items() if site.manual} == {"jetstream2", "jetstream2-g3large"}
+    # GPU memory as devices report it, not the nominal size (an A10G reports 23028 MiB of its 24 GB).
+    assert catalogue.sites["aws"].gpu_memory_mb == 23028
     assert catalogue.rotation.policy_for("train_chunk").sites == (
         "expanse", "bridges2", "anvil", "delta", "jetstream2", "aws")
     assert catalogue.rotation.policy_for("train_baseline").policy == "pinned"

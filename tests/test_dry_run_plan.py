@@ -49,8 +49,8 @@ def plan_tables(output: str) -> dict[str, dict[str, list[str]]]:
             rows = tables.setdefault(cells[1].rstrip(":"), {})
         elif not cells or line.startswith("run \\"):
             continue
-        elif rows is not None and len(cells) > 1 and set(cells[1:]) <= sites:
-            rows[cells[0]] = cells[1:]
+        elif rows is not None and len(cells) > 1 and {cell.rstrip("*") for cell in cells[1:]} <= sites:
+            rows[cells[0]] = [cell.rstrip("*") for cell in cells[1:]]
         else:
             break
     return tables

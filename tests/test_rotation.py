@@ -9,7 +9,6 @@ from snakemake_executor_plugin_htcannex.rotation import (
     Rotation,
     RotationError,
     RulePolicy,
-    render_plan,
     run_index,
 )
 
@@ -135,22 +134,21 @@ def test_plan_is_the_same_in_another_process():
     assert json.loads(there.stdout) == here
 
 
-def test_render_plan_table():
-    rot = rotation("round-robin", sites=SITES[:3])
-    jobs = [("train_chunk", {"run": run, "chunk": str(k)}) for run in ("10", "2") for k in range(3)]
-    jobs.append(("prepare", {}))
-    text = render_plan(rot, rot.plan(jobs))
-    lines = text.splitlines()
-    assert lines[0] == "rule train_chunk: round-robin over expanse, bridges2, anvil"
-    assert lines[1].split() == ["run", "\\", "chunk", "0", "1", "2"]
-    assert lines[2].split() == ["2", "anvil", "expanse", "bridges2"]  # numeric order: 2 before 10
-    assert lines[3].split() == ["10", "bridges2", "anvil", "expanse"]
-    assert "prepare" not in text
-
-
 @pytest.mark.parametrize("policy", ["round-robin", "shuffle"])
 def test_consecutive_chunks_always_hop(policy):
     rot = rotation(policy)
     for run in [*map(str, range(20)), "uuid-a", "uuid-b"]:
         placements = [site_of(rot, run, chunk) for chunk in range(30)]
         assert all(here != after for here, after in zip(placements, placements[1:]))
+
+
+@pytest.mark.parametrize("policy", ["round-robin", "shuffle", "pinned"])
+def test_order_starts_at_the_attempts_site_and_lists_every_site_once(policy):
+    rot = rotation(policy)
+    for run in ("0", "5", "uuid-a"):
+        for chunk in range(8):
+            for attempt in (1, 2, 4):
+                order = rot.order("train_chunk", {"run": run, "chunk": str(chunk)}, attempt)
+                assert order[0] == site_of(rot, run, chunk, attempt)
+                assert sorted(order) == sorted(SITES)
+    assert rot.order("prepare", {}) == []

@@ -1,7 +1,9 @@
 """`htcannex annex plan | create`: which chunk goes where; create a site's annex by hand.
 
-`plan` prints only the plan (run x chunk -> site) that `snakemake -n` ends with
-(through the htcannex logger plugin) and every real run starts with.
+`plan` prints only the plan (run x chunk -> site, skips and impossible jobs with their reasons,
+the plan as a budget) that `snakemake -n` ends with (through the htcannex logger plugin) and every
+real run starts with. `create` requests one site's annex within the guards; for a `create: manual`
+site it prints the steps to bring it up by hand (on the embedded pool it plays them).
 """
 import sys
 from pathlib import Path
@@ -9,13 +11,14 @@ from pathlib import Path
 from snakemake_interface_common.exceptions import WorkflowError
 
 from .. import paths
-from ..rotation import RotationError, render_plan
+from ..plan import plan_report
+from ..rotation import RotationError
 from ..catalogue import HtcannexConfigError, load_catalogue
 from ._common import add_pool_location_options, add_profile_options, catalogue_path
 
 
-def needed_jobs(snakefile: Path, workdir: Path) -> list[tuple[str, dict]]:
-    """(rule, wildcards) of every job a run would execute now."""
+def needed_jobs(snakefile: Path, workdir: Path) -> list[tuple[str, dict, dict, int]]:
+    """(rule, wildcards, resources, threads) of every job a run would execute now."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import OutputSettings, Quietness, ResourceSettings
 
@@ -29,18 +32,15 @@ def needed_jobs(snakefile: Path, workdir: Path) -> list[tuple[str, dict]]:
         workflow = workflow_api._workflow
         workflow._prepare_dag(forceall=False, ignore_incomplete=False, lock_warn_only=True, nolock=True)
         workflow._build_dag()
-        return [(job.rule.name, dict(job.wildcards_dict)) for job in workflow.dag.needrun_jobs()]
+        return [(job.rule.name, dict(job.wildcards_dict), dict(job.resources.items()), job.threads)
+                for job in workflow.dag.needrun_jobs()]
 
 
 def plan(args) -> int:
     catalogue = load_catalogue(catalogue_path(args))
-    jobs = needed_jobs(Path(args.snakefile).resolve(), Path.cwd())
-    placements = catalogue.rotation.plan(jobs)
-    if not placements:
-        print("nothing to place: no job of a rotated rule needs to run "
-              f"(rotated rules: {', '.join(catalogue.rotation.rules) or 'none'})")
-        return 0
-    print(render_plan(catalogue.rotation, placements))
+    report = plan_report(catalogue, needed_jobs(Path(args.snakefile).resolve(), Path.cwd()))
+    print(report or "nothing to place: no job of a rotated rule needs to run "
+          f"(rotated rules: {', '.join(catalogue.rotation.rules) or 'none'})")
     return 0
 
 
@@ -57,6 +57,10 @@ def create(args) -> int:
     connection = connect(args.schedd or catalogue.pool, Path(args.pool_dir) if args.pool_dir else None, path)
     # Guards and the ledger apply as in a run: a request made here is one the
     # executor will not repeat, and it counts against the budget.
+    if site.manual and connection.embedded:
+        connection.annex_backend.create(site)  # the embedded pool plays the execute point started by hand
+        print(f"started annex {site.annex_name} by hand (not charged to the budget)")
+        return 0
     manager = AnnexManager(connection.collector, connection.annex_backend, AnnexLedger(paths.annex_ledger()),
                            catalogue.annex, mode="auto")
     print(manager.ensure(site).message or f"annex {site.annex_name} is up")

@@ -1,0 +1,68 @@
+"""Feasibility first: the site a job goes to is the first one of its rotation that can run it.
+
+`place()` is the one judgement of where a job runs, made before any annex is requested or anything
+is submitted, and made the same way by the dry run's plan (the htcannex logger plugin),
+`htcannex annex plan`, the executor's run_job (every attempt: a retry moves on along the rotation)
+and the move of a waiting job (recovery.next_site). From the attempt's own position in the
+rotation (rotation.py) it walks the rule's sites in rotation order and takes the first whose
+`Site.admit` accepts the job's request; each site it passes is a `Skip` with the site's reason.
+A job no site of its rotation admits is impossible: it fails alone, with every site's reason and
+fix, and no annex is requested for it.
+
+The request judged is `job_spec.placement_request`: the rule's resources as a run would submit
+them (with room for the job's own Snakemake), so that the plan and the run agree.
+"""
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .rotation import Placement, Rotation
+from .site import ResourceRequest, Site
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A site of the rotation passed over for one job, and why it cannot run it."""
+
+    site: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Where one attempt of one job runs: `site` (None with policy `any`: any slot), the sites
+    passed over before it, or `impossible` (why no site of the rotation can run it)."""
+
+    placement: Placement  # the rotation's own choice, before any skip
+    site: Site | None
+    skipped: tuple[Skip, ...] = ()
+    impossible: str | None = None
+
+    @property
+    def rotated(self) -> bool:
+        return self.placement.site is not None
+
+
+def place(rotation: Rotation, sites: Mapping[str, Site], rule: str, wildcards: Mapping[str, object],
+          attempt: int, request: ResourceRequest, *, passed: frozenset = frozenset()) -> Decision:
+    """The first site, from this attempt's position in the rule's rotation on, that admits
+    `request`; sites named in `passed` are left out (a waiting job's sites already tried).
+    Raises rotation.RotationError for a rotated rule without its run or chunk wildcard."""
+    chosen = rotation.place(rule, wildcards, attempt)
+    if chosen.site is None:
+        return Decision(chosen, None)
+    skipped = []
+    for name in rotation.order(rule, wildcards, attempt):
+        if name in passed:
+            continue
+        refusal = sites[name].admit(request, rule=rule).refusal
+        if refusal is None:
+            return Decision(chosen, sites[name], tuple(skipped))
+        skipped.append(Skip(name, refusal))
+    return Decision(chosen, None, tuple(skipped), impossible=impossible(rule, skipped))
+
+
+def impossible(rule: str, refusals: list[Skip]) -> str:
+    """Why no site of a rule's rotation can run a job: each site's refusal, with its fix."""
+    reasons = "".join(f"\n  - {skip.reason}" for skip in refusals)
+    return (f"no site of rule {rule}'s rotation can run this job, so no annex is requested for it and it is "
+            f"not submitted:{reasons}\nFix the rule's resources or the sites (htcannex.yaml) as one of these says")
