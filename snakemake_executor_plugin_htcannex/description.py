@@ -43,6 +43,11 @@ from .submit_values import (CONTAINER_IMAGE, ENV_NAME, GPU_MODEL, SubmitValueErr
                             extra_command)
 from .units import UnitError, format_duration_s, parse_duration_s, parse_size_mib
 
+# A job's stdout/stderr file is named after its rule, which is any text for a group job or an unnamed
+# rule: only these characters are kept (no '/', no space, nothing the submit language reads), and a
+# group of many rules is cut short (the job id after it keeps the name unique).
+FILE_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+FILE_STEM_CHARACTERS = 80
 MEDIUM_LIMIT_S = 20 * 3600  # OSPool's JobDurationCategory limits
 LONG_LIMIT_S = 40 * 3600
 
@@ -51,6 +56,8 @@ LONG_LIMIT_S = 40 * 3600
 class JobSpec:
     """One Snakemake job, in plain values (the executor builds it)."""
 
+    # What messages call the job: its rule's name as the Snakefile says it (an unnamed rule's is a
+    # number), or for a group job its rules and group (job_spec.rule_label); any text.
     rule: str
     jobid: int | str  # a group job's id is a UUID string
     argv: Sequence[str]  # argv[0]: the program, as found on the execute node
@@ -119,7 +126,6 @@ def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> ht
     """The submit description for `spec` at `site` (None: any slot). Raises SubmitValueError
     for a value that cannot be submitted safely and site.SiteRefusal for a job `site` cannot run."""
     check = ValueChecker(spec.rule)
-    check.rule_name()
     request = resource_request(spec)
     # An MLDAG chunk's own submit description (submit_template.py): its requests and commands win.
     chunk_template = submit_template.of(spec.resources)
@@ -250,7 +256,7 @@ def _command(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict
     commands["transfer_executable"] = "false"
     if len(argv) > 1:
         commands["arguments"] = quote_new_syntax(argv[1:])
-    stem = f"{spec.rule}-{spec.jobid}-{spec.attempt}"
+    stem = f"{FILE_NAME_UNSAFE.sub('_', spec.rule)[:FILE_STEM_CHARACTERS]}-{spec.jobid}-{spec.attempt}"
     commands["initialdir"] = check.text("workdir", options.initial_dir)
     commands["log"] = check.text("log", options.log_path)
     commands["output"] = check.text("output", options.logs_dir / f"{stem}.out")
@@ -353,7 +359,7 @@ def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: V
     """Attributes that say which job this is and where it must run (read by `htcannex status`)."""
     wildcards = json.dumps({str(name): str(value) for name, value in spec.wildcards.items()})
     commands = {
-        "MY.HtcannexRule": classad2.quote(spec.rule),
+        "MY.HtcannexRule": classad2.quote(check.text("rule", spec.rule)),
         "MY.HtcannexJobId": _job_id_value(spec.jobid),
         "MY.HtcannexAttempt": str(int(spec.attempt)),
         "MY.HtcannexWildcards": classad2.quote(check.text("wildcards", wildcards)),

@@ -24,7 +24,7 @@ from . import direct_shell, one_step, recovery, secrets
 from .annex import AnnexState
 from .description import JobSpec, build_submit, job_signature
 from .holds import Hold, memory_for_retry
-from .job_spec import job_spec, placement_request, products, wildcards_of, with_memory
+from .job_spec import job_spec, placement_request, products, rule_label, wildcards_of, with_memory
 from .placement import place
 from .plan import plan_report
 from .rotation import RotationError
@@ -218,6 +218,17 @@ class Executor(RemoteExecutor):
                 return
             await asyncio.sleep(NEWS_CHECK_S)
 
+    def print_job_error(self, job_info: SubmittedJobInfo, msg=None, **kwargs):
+        job = job_info.job
+        if not job.is_group():
+            return super().print_job_error(job_info, msg, **kwargs)
+        # Snakemake's GroupJob.log_error drops `msg` and has each member job say "message: None":
+        # the group's failure is said once here, and each member points to it.
+        group = f"group job {job.jobid} (rules {rule_label(job)})"
+        self.logger.error(f"Error in {group}: {msg or 'it failed'}")
+        for member in sorted(job.jobs, key=lambda member: member.rule.name):
+            member.log_error(f"failed with its {group}, see above", indent=True, **kwargs)
+
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]):
         ids = [job_info.external_jobid for job_info in active_jobs]
         if ids and self._runtime is not None:
@@ -257,7 +268,7 @@ class Executor(RemoteExecutor):
     def _on_hold(self, job_info: SubmittedJobInfo, record: JobRecord) -> bool:
         """Release the held job or remove and report it, as the hold policy decides."""
         runtime = self._runtime
-        decision = runtime.hold_policy.decide(record, job_info.job.name)
+        decision = runtime.hold_policy.decide(record, _tracked(job_info).spec.rule)
         if decision is None:
             return True
         # A hold reason may quote a URL with its token (osdf://...?authz=...).
@@ -399,7 +410,7 @@ class Executor(RemoteExecutor):
     def _placement_request(self, job: JobExecutorInterface, spec: JobSpec) -> ResourceRequest:
         """What placement judges the job by: the plan's request (job_spec.placement_request), with
         at least the memory a memory hold set for this job's next attempt."""
-        request = placement_request(job.name, job.resources, job.threads)
+        request = placement_request(spec.rule, job.resources, job.threads)
         floor = self._memory_floor.get(self._signature(spec))
         if floor is not None and (request.memory_mb or 0) < floor:
             request = dataclasses.replace(request, memory_mb=floor)

@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Mapping
 
 from snakemake.common.tbdstring import TBDString
+from snakemake.io import is_flagged
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
 from . import osdf_transfer
@@ -25,6 +26,8 @@ from .paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
 # Snakemake's own "full" defaults instead of the pool's (128 MB on many pools).
 SPAWNED_SNAKEMAKE_MB = 256
 SPAWNED_SNAKEMAKE_DEFAULTS = {"mem_mb": 1000, "disk_mb": 1000}
+# Output flags whose file does not outlive the job (see products).
+PRODUCTS_WITHOUT_FILE = ("pipe", "service")
 
 
 def job_spec(job: JobExecutorInterface, shell_command: tuple[str, str], runs_snakemake: bool,
@@ -42,7 +45,7 @@ def job_spec(job: JobExecutorInterface, shell_command: tuple[str, str], runs_sna
     shell_path, command = shell_command
     resources = dict(job.resources.items())
     return JobSpec(
-        rule=job.name,
+        rule=rule_label(job),
         jobid=job.jobid,
         argv=[shell_path, "-c", _in_sandbox_workdir(with_checkpoint_exit(_creating_logs(command, _logs(job))),
                                                     options.sandbox_workdir)],
@@ -66,6 +69,19 @@ def placement_request(rule: str, resources: Mapping[str, object], threads: int) 
                                     threads=threads))
 
 
+def rule_label(job: JobExecutorInterface) -> str:
+    """What htcannex calls the job in messages and in its job ad's HtcannexRule: the rule's name, or
+    for a group job the rules it runs and the user's group name. Snakemake's own name for a group job
+    (`<groupid>_<rules>`) is none of them: the group id of a pipe's group is a fresh UUID per run,
+    which would also change the job's signature (recovery) from one Snakemake run to the next."""
+    if not job.is_group():
+        return job.name
+    rules = ", ".join(sorted({member.rule.name for member in job.jobs}))
+    if any(member.rule.group is not None for member in job.jobs):
+        return f"{rules} (group {job.groupid})"
+    return f"{rules} (grouped by a pipe)"
+
+
 def wildcards_of(job: JobExecutorInterface) -> dict:
     # A group job spans several rules and has no wildcards of its own; it is
     # placed with policy "any" unless a profile names the group.
@@ -78,8 +94,18 @@ def _members(job: JobExecutorInterface) -> list:
 
 def products(job: JobExecutorInterface) -> list:
     """What must come back: outputs, logs and benchmarks, for a group of every member job (the
-    submit side checks the group's intermediate files too, not only what leaves the group)."""
-    return list(dict.fromkeys(product for member in _members(job) for product in member.products()))
+    submit side checks the group's intermediate files too, not only what leaves the group).
+
+    Not what the job's Snakemake leaves no file for: a pipe or service (a FIFO or socket between
+    two members, gone when they end), and a temp() output another member of the group reads
+    (dag.handle_temp removes it once that member is done, as the local executor would). HTCondor
+    holds a job (12/2) whose listed output file is missing."""
+    members = _members(job)
+    read_in_group = {str(path) for member in members for path in member.input}
+    return list(dict.fromkeys(
+        product for member in members for product in member.products()
+        if not any(is_flagged(product, flag) for flag in PRODUCTS_WITHOUT_FILE)
+        and not (is_flagged(product, "temp") and str(product) in read_in_group)))
 
 
 def _logs(job: JobExecutorInterface) -> list:

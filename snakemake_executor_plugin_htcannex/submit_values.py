@@ -21,7 +21,6 @@ from .secrets import contains_secret, redact, secret_values
 if TYPE_CHECKING:  # only for the annotation: description.py imports this module
     from .description import SubmitOptions
 
-RULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 CUSTOM_ATTRIBUTE = re.compile(r"(?:MY\.|\+)(?P<name>[A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
 GPU_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _-]*")
@@ -117,10 +116,6 @@ class ValueChecker:
         self.rule = rule
         # Looked up once per job rather than once per value (~20 a job; issue 15).
         self._secrets = secret_values()
-
-    def rule_name(self) -> None:
-        if not RULE_NAME.fullmatch(self.rule):
-            raise SubmitValueError(self.rule, "rule", self.rule, "a rule name is an identifier")
 
     def text(self, field: str, value: object) -> str:
         """`value` as submit-language text: one line, `$` kept literal."""

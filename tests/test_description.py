@@ -456,9 +456,16 @@ def test_every_rendered_line_is_one_of_our_commands(options):
     assert dict(htcondor2.Submit(str(submit))) == dict(submit)  # re-parsing gives the same commands
 
 
-def test_bad_rule_name_is_refused(options):
-    with pytest.raises(SubmitValueError, match="rule name"):
+def test_rule_name_with_a_newline_is_refused(options):
+    with pytest.raises(SubmitValueError, match="control characters"):
         submit_for(options, rule="train\nexecutable=/bin/evil")
+
+
+def test_any_other_rule_label_names_the_job_and_a_safe_log_file(options):
+    # A group job's label (job_spec.rule_label) or an unnamed rule's number.
+    submit = submit_for(options, rule="a, b (group my-group/x)")
+    assert classad2.ExprTree(submit["MY.HtcannexRule"]).eval() == "a, b (group my-group/x)"
+    assert Path(submit["error"]).name.startswith("a_b_group_my-group_x_-")
 
 
 # --- end to end through the embedded pool ---------------------------------------
