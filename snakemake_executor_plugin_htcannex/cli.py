@@ -3,7 +3,8 @@
 Each noun lives in its own module under `commands/` and exposes
 `register(subparsers)`, which adds its parser and sets `func` to the callable
 that runs it (returning an exit status). New nouns need no change here.
-Modules named `_*` there are the nouns' shared helpers, not nouns.
+Modules named `_*` there are the nouns' shared helpers, not nouns. An error that is the user's
+to fix (commands._common.USER_ERRORS) is printed as `htcannex NOUN [VERB]: message`, exit status 2.
 """
 import argparse
 import importlib
@@ -11,6 +12,7 @@ import pkgutil
 import sys
 
 from . import commands
+from .commands._common import USER_ERRORS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     if extra and not getattr(args, "pass_through", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
-    return args.func(args) or 0
+    try:
+        return args.func(args) or 0
+    except USER_ERRORS as error:
+        command = " ".join(filter(None, (args.noun, getattr(args, "verb", None))))
+        print(f"htcannex {command}: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130  # Ctrl-C: the shell's status for SIGINT, without a traceback
 
 
 if __name__ == "__main__":

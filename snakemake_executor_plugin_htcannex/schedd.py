@@ -61,16 +61,18 @@ class ScheddNotFound(RuntimeError):
     pass
 
 
-def connect(target: str, pool_dir: Optional[Path] = None, config_path: Optional[Path] = None) -> Connection:
+def connect(target: str, pool_dir: Optional[Path] = None, config_path: Optional[Path] = None,
+            create_pool: bool = True) -> Connection:
     """Open the pool named by `target`.
 
     `target` is "local" (the embedded pool in `pool_dir`), "default" (this access
     point's schedd and the configured collector) or the name of a schedd that the
     configured collector knows. `config_path` (the htcannex.yaml in use) goes into the
-    command the embedded pool's annex backend shows for creating an annex by hand.
+    command the embedded pool's annex backend shows for creating an annex by hand. Without
+    `create_pool` (a command that only looks) an embedded pool is not made where none has run.
     """
     if target == EMBEDDED:
-        return _connect_embedded(pool_dir, config_path)
+        return _connect_embedded(pool_dir, config_path, create_pool)
     collector = htcondor2.Collector()
     if target == DEFAULT:
         return Connection(_local_schedd(), collector, HtcondorCliBackend())
@@ -82,19 +84,25 @@ def _local_schedd():
         return htcondor2.Schedd()
     except htcondor2.HTCondorException as error:
         raise ScheddNotFound(
-            f"pool: default means the schedd of the HTCondor access point this runs on (found through "
-            f"its HTCondor configuration, CONDOR_CONFIG), and there is none here ({error}). Fix: run "
-            f"Snakemake on an access point where `condor_q` works for you; or set `pool:` in "
-            f"htcannex.yaml (or --htcannex-schedd) to the name of a schedd your collector knows; "
-            f"or `pool: local` for the embedded pool on this machine"
+            f"pool: default means the schedd of the HTCondor access point this runs on, found through its "
+            f"HTCondor configuration (CONDOR_CONFIG, or /etc/condor/condor_config), and there is none here "
+            f"({error}). Fix: run this on an access point where `condor_q` works for you (or point "
+            f"CONDOR_CONFIG at its configuration); or set `pool:` in htcannex.yaml (or --htcannex-schedd) to "
+            f"the name of a schedd your collector knows; or use the local profile (--profile profiles/local, "
+            f"`pool: local`): the embedded pool on this machine"
         ) from error
 
 
-def _connect_embedded(pool_dir: Optional[Path], config_path: Optional[Path]) -> Connection:
+def _connect_embedded(pool_dir: Optional[Path], config_path: Optional[Path], create_pool: bool) -> Connection:
     # Imported here so that a plugin talking to a real pool never loads the pool.
     from htcannex_pool import Pool
 
     pool = Pool(pool_dir) if pool_dir is not None else Pool()
+    if not create_pool and not pool.spool_dir.is_dir():
+        raise ScheddNotFound(
+            f"no embedded pool has run in {pool.spool_dir}, so it has no job to show. Run this in the directory "
+            "you ran snakemake in, or name the pool's spool with --pool-dir (or $HTCANNEX_POOL_DIR); for a "
+            "real access point, give --profile with `pool: default` or --schedd NAME")
     pool.ensure_running()
     return Connection(pool.schedd(), pool.collector(), EmbeddedBackend(pool, config_path), embedded=True)
 

@@ -20,10 +20,17 @@ from collections.abc import Mapping
 
 MASK = "[REDACTED]"
 # Names that hold a secret; *_FILE variables hold a path to one, which is fine to pass.
-SECRET_NAME = re.compile(r"(?i)(?:TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_KEY|CREDENTIAL|PRIVATE_KEY|AUTHZ)")
-SECRET_PAIR = re.compile(
-    r"(?i)\b(?P<name>[A-Z0-9_]*(?:TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_KEY|CREDENTIAL|AUTHZ)[A-Z0-9_]*)"
-    r"(?P<sep>['\"]?\s*[=:]\s*)(?P<quote>['\"]?)(?P<value>[^\s'\",;]+)"
+_SECRET_WORDS = "TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_KEY|CREDENTIAL|PRIVATE_KEY|AUTHZ"
+SECRET_NAME = re.compile(rf"(?i)(?:{_SECRET_WORDS})")
+_NAME = rf"(?P<name>[A-Z0-9_]*(?:{_SECRET_WORDS})[A-Z0-9_]*)"
+_VALUE = r"['\"]?(?P<value>[^\s'\",;]+)"
+# A secret-named key with its value: `NAME=value` anywhere (an environment, a URL query), and
+# `"name": value` or `name: value` only as a quoted or line-leading key (JSON, YAML). The name is a
+# whole word, not part of a path (/etc/passwd) or a longer name; a prose `rule make_secret: exited` is
+# no key, and a value never starts on the next line.
+SECRET_PAIRS = (
+    re.compile(rf"(?i)(?<![\w/.\-]){_NAME}['\"]?[ \t]*=[ \t]*{_VALUE}"),
+    re.compile(rf"(?im)(?:(?<=['\"])|^[ \t]*(?:- )?){_NAME}['\"]?[ \t]*:[ \t]*{_VALUE}"),
 )
 JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
 SHORTEST_SECRET = 6  # shorter values ("1", "yes") would mask ordinary words
@@ -74,6 +81,7 @@ def redact(text: object, environment: Mapping[str, str] | None = None) -> str:
 def _masked(text: str, values: tuple[str, ...]) -> str:
     for value in values:
         text = text.replace(value, MASK)
-    text = SECRET_PAIR.sub(lambda m: f"{m['name']}{m['sep']}{m['quote']}{MASK}"
-                           if is_secret_name(m["name"]) else m[0], text)
+    for pair in SECRET_PAIRS:
+        text = pair.sub(lambda m: m[0][:m.start("value") - m.start()] + MASK if is_secret_name(m["name"]) else m[0],
+                        text)
     return JWT.sub(MASK, text)

@@ -1,16 +1,29 @@
 """What the `htcannex` verbs share: the options that name the profile and the pool, opening them,
-and reporting a usage error as `htcannex NOUN: message` with exit status 2."""
-import sys
+and the errors that are the user's to fix (cli.py prints them as `htcannex NOUN: message`)."""
 from pathlib import Path
 
+import htcondor2
+from snakemake_interface_common.exceptions import ApiError, WorkflowError
+
 from ..catalogue import HtcannexConfigError, load_catalogue
-from ..schedd import EMBEDDED, connect
+from ..driver import DriverError
+from ..report.records import EventLogError
+from ..rotation import RotationError
+from ..schedd import EMBEDDED, ScheddNotFound, connect
+from ..submit_template import TemplateError
 
 POOL_DIR_HELP = "embedded pool spool (default: $HTCANNEX_POOL_DIR or ./.htcannex/pool)"
 
 
 class UsageError(Exception):
     """A mistake in the command line or the files it names; the message says which."""
+
+
+# What a verb raises when the command line, a file it names or the pool is not as it must be: each
+# message says what and how to fix it, so the user gets the message, not a traceback.
+# htcondor2.HTCondorException covers the embedded pool's PoolError; OSError a path that cannot be used.
+USER_ERRORS = (UsageError, HtcannexConfigError, RotationError, TemplateError, DriverError, EventLogError,
+               WorkflowError, ApiError, ScheddNotFound, htcondor2.HTCondorException, OSError)
 
 
 def add_profile_options(parser, *, required: bool = False) -> None:
@@ -43,21 +56,8 @@ def catalogue_path(args) -> Path:
 
 
 def open_catalogue_and_pool(args):
-    """(the catalogue or None when no profile is named, the connection to its pool)."""
-    try:
-        catalogue = load_catalogue(catalogue_path(args)) if args.profile or args.htcannex_config else None
-    except HtcannexConfigError as error:
-        raise UsageError(str(error)) from error
+    """(the catalogue or None when no profile is named, the connection to its pool). Only looks:
+    an embedded pool is started only where one has run before (its spool holds the jobs to show)."""
+    catalogue = load_catalogue(catalogue_path(args)) if args.profile or args.htcannex_config else None
     target = args.schedd or (catalogue.pool if catalogue else EMBEDDED)
-    return catalogue, connect(target, Path(args.pool_dir) if args.pool_dir else None)
-
-
-def reporting_usage_errors(noun: str, func):
-    """`func`, printing a UsageError as `htcannex NOUN: message` with exit status 2."""
-    def run(args) -> int:
-        try:
-            return func(args)
-        except UsageError as error:
-            print(f"htcannex {noun}: {error}", file=sys.stderr)
-            return 2
-    return run
+    return catalogue, connect(target, Path(args.pool_dir) if args.pool_dir else None, create_pool=False)

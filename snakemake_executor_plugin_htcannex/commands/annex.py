@@ -5,16 +5,12 @@ the plan as a budget) that `snakemake -n` ends with (through the htcannex logger
 real run starts with. `create` requests one site's annex within the guards; for a `create: manual`
 site it prints the steps to bring it up by hand (on the embedded pool it plays them).
 """
-import sys
 from pathlib import Path
-
-from snakemake_interface_common.exceptions import WorkflowError
 
 from .. import paths
 from ..plan import plan_report
-from ..rotation import RotationError
 from ..catalogue import HtcannexConfigError, load_catalogue
-from ._common import add_pool_location_options, add_profile_options, catalogue_path
+from ._common import UsageError, add_pool_location_options, add_profile_options, catalogue_path
 
 
 def needed_jobs(snakefile: Path, workdir: Path) -> list[tuple[str, dict, dict, int]]:
@@ -38,7 +34,11 @@ def needed_jobs(snakefile: Path, workdir: Path) -> list[tuple[str, dict, dict, i
 
 def plan(args) -> int:
     catalogue = load_catalogue(catalogue_path(args))
-    report = plan_report(catalogue, needed_jobs(Path(args.snakefile).resolve(), Path.cwd()))
+    snakefile = Path(args.snakefile).resolve()
+    if not snakefile.is_file():
+        raise UsageError(f"no Snakefile at {snakefile}: run this where the workflow's Snakefile is, "
+                         "or name it with -s PATH")
+    report = plan_report(catalogue, needed_jobs(snakefile, Path.cwd()))
     print(report or "nothing to place: no job of a rotated rule needs to run "
           f"(rotated rules: {', '.join(catalogue.rotation.rules) or 'none'})")
     return 0
@@ -76,18 +76,9 @@ def register(nouns) -> None:
     ):
         verb = verbs.add_parser(name, help=help_text)
         add_profile_options(verb, required=True)
-        verb.set_defaults(func=_reporting_errors(func))
+        verb.set_defaults(func=func)
     verbs.choices["plan"].add_argument("-s", "--snakefile", default="Snakefile", help="default: %(default)s")
     create_parser = verbs.choices["create"]
     create_parser.add_argument("site", help="a site of htcannex.yaml")
     add_pool_location_options(create_parser)
 
-
-def _reporting_errors(func):
-    def run(args) -> int:
-        try:
-            return func(args)
-        except (HtcannexConfigError, RotationError, WorkflowError) as error:
-            print(f"htcannex annex {args.verb}: {error}", file=sys.stderr)
-            return 2
-    return run

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 from ..catalogue import HtcannexConfigError, load_catalogue
-from ..rotation import RotationError
 from ..site import ResourceRequest
 from ..submit_template import ChunkTemplate, TemplateError, command, merge, parse, requested
 from ._common import catalogue_path
@@ -90,14 +89,5 @@ def register(nouns) -> None:
         verb.add_argument("--profile", required=True, help="Snakemake profile name or directory holding htcannex.yaml")
         verb.add_argument("--resources", metavar="resources.yaml",
                           help="MLDAG's resources.yaml: values for {resource.*} per site, over the catalogue's")
-        verb.set_defaults(func=_reporting_errors(func), htcannex_config=None)
+        verb.set_defaults(func=func, htcannex_config=None)
 
-
-def _reporting_errors(func):
-    def wrapped(args) -> int:
-        try:
-            return func(args)
-        except (HtcannexConfigError, RotationError, TemplateError) as error:
-            print(f"htcannex experiment {args.verb}: {error}", file=sys.stderr)
-            return 2
-    return wrapped

@@ -3,7 +3,7 @@ import json
 
 from htcannex_pool import Pool
 
-from ._common import POOL_DIR_HELP
+from ._common import POOL_DIR_HELP, UsageError
 
 
 def _pool(args) -> Pool:
@@ -12,7 +12,11 @@ def _pool(args) -> Pool:
 
 def _start(args) -> int:
     pool = _pool(args)
-    pool.ensure_running()
+    try:
+        pool.ensure_running()
+    except OSError as error:
+        raise UsageError(f"cannot use {pool.spool_dir} as the pool's spool: {error.strerror}. Give a "
+                         "directory you can write with --spool (or $HTCANNEX_POOL_DIR)") from error
     print(f"pool running (pid {pool.status()['pid']}), spool {pool.spool_dir}")
     return 0
 

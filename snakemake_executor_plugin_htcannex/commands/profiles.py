@@ -12,6 +12,8 @@ from pathlib import Path
 
 from snakemake.common import get_appdirs
 
+from ._common import UsageError
+
 PROFILE_NAMES = ("local", "nairr")
 
 
@@ -77,6 +79,5 @@ def register(nouns) -> None:
 def _run_install(args) -> int:
     unknown = [name for name in args.names if name not in PROFILE_NAMES]
     if unknown:
-        print(f"unknown profile(s) {', '.join(unknown)}; the bundled ones are {', '.join(PROFILE_NAMES)}")
-        return 2
+        raise UsageError(f"unknown profile(s) {', '.join(unknown)}; the bundled ones are {', '.join(PROFILE_NAMES)}")
     return install(args.names or PROFILE_NAMES, args.dest, args.force)

@@ -13,7 +13,7 @@ from ..report import build_report
 from ..report.advice import DEFAULT_HEADROOM, DEFAULT_THRESHOLD
 from ..report.records import EventLogError, check_readable, count_events
 from .status import epochs_per_job_from_config
-from ._common import UsageError, add_pool_options, open_catalogue_and_pool, reporting_usage_errors
+from ._common import UsageError, add_pool_options, open_catalogue_and_pool
 
 AD_PROJECTION = ["ClusterId", "ProcId", "QDate", "HtcannexRule", "HtcannexWildcards", "HtcannexSite",
                  "HtcannexAttempt", "TargetAnnexName", "RequestCpus", "RequestMemory", "RequestDisk", "RequestGPUs"]
@@ -110,4 +110,4 @@ def register(nouns) -> None:
     parser.add_argument("--epochs-per-job", type=int,
                         help="epochs each chunk trains (default: epochs_per_job in config/config.yaml)")
     add_pool_options(parser)
-    parser.set_defaults(func=reporting_usage_errors("report", report))
+    parser.set_defaults(func=report)

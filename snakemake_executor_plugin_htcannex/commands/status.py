@@ -6,7 +6,7 @@ import yaml
 
 from .. import paths
 from ..board import BoardSource, render
-from ._common import UsageError, add_pool_options, open_catalogue_and_pool, reporting_usage_errors
+from ._common import UsageError, add_pool_options, open_catalogue_and_pool
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 
@@ -65,4 +65,4 @@ def register(nouns) -> None:
                         help="the chunk number that trains epoch 1 (default: each rule's lowest chunk in the "
                              "event log; protein_lm numbers chunks from 1)")
     add_pool_options(parser)
-    parser.set_defaults(func=reporting_usage_errors("status", status))
+    parser.set_defaults(func=status)

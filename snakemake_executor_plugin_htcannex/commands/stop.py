@@ -15,7 +15,7 @@ from htcondor_codes import JobStatus
 from ..driver import CANCEL_GRACE_S, drivers_in_queue, read_record, run_jobs_constraint
 from ..driver_job import other_snakemake
 from ..schedd import EMBEDDED, ScheddNotFound, connect
-from ._common import UsageError, reporting_usage_errors
+from ._common import UsageError
 
 REASON = "htcannex stop"
 
@@ -71,4 +71,4 @@ def register(nouns) -> None:
     parser.add_argument("--timeout", type=float, default=CANCEL_GRACE_S + 30,
                         help="seconds to wait for the driver to leave the queue "
                              f"(default {CANCEL_GRACE_S + 30}: Snakemake's grace to cancel its jobs, and more)")
-    parser.set_defaults(func=reporting_usage_errors("stop", stop))
+    parser.set_defaults(func=stop)

@@ -15,7 +15,7 @@ from ..driver import (DEFAULT_MAX_STARTS, NOTIFICATIONS, STDERR, DriverError, dr
                       submit_description, write_record)
 from ..schedd import DEFAULT, EMBEDDED, ScheddNotFound, connect
 from ..secrets import withheld_warning
-from ._common import UsageError, reporting_usage_errors
+from ._common import UsageError
 
 SNAKEMAKE_LOCKS = Path(".snakemake") / "locks"
 
@@ -161,4 +161,4 @@ def register(nouns) -> None:
                         help="where the driver runs: `local` (the embedded pool) or `default` (this access "
                              "point's schedd); default: the embedded pool if the run uses it")
     parser.add_argument("--pool-dir", help="embedded pool spool (default: as Snakemake's htcannex settings)")
-    parser.set_defaults(func=reporting_usage_errors("submit", submit), pass_through=True)
+    parser.set_defaults(func=submit, pass_through=True)

@@ -4,7 +4,7 @@ import sys
 
 from ..diagnose import diagnose
 from ..secrets import redact
-from ._common import UsageError, add_pool_options, open_catalogue_and_pool, reporting_usage_errors
+from ._common import UsageError, add_pool_options, open_catalogue_and_pool
 
 JOB_ID = re.compile(r"(\d+)\.(\d+)")
 
@@ -28,4 +28,4 @@ def register(nouns) -> None:
     parser = nouns.add_parser("why", help="why a job is idle or held, and what to change")
     parser.add_argument("job", help="the HTCondor job id, CLUSTER.PROC (htcannex status lists them)")
     add_pool_options(parser)
-    parser.set_defaults(func=reporting_usage_errors("why", why))
+    parser.set_defaults(func=why)

@@ -53,3 +53,19 @@ def test_a_token_in_the_environment_and_the_profile_leaks_nowhere(workdir, user_
             assert secret not in output
         assert files_containing(workdir, secret) == []  # .htcannex/, logs, .snakemake/
         assert files_containing(embedded_pool.spool_dir, secret) == []  # queue, history, sandboxes
+
+
+def test_only_secret_values_are_redacted_not_names_next_to_paths(tmp_path, user_env):
+    """A rule named *secret* that fails on /etc/passwd is reported with both words intact."""
+    work = tmp_path / "masked"
+    work.mkdir()
+    for name in ("config.yaml", "htcannex.yaml"):
+        (work / name).write_text((Path(__file__).parent / "workflows" / "faults" / name).read_text())
+    (work / "Snakefile").write_text(
+        'rule write_secret:\n    output: "notes.txt"\n'
+        '    shell: "echo \'rule write_secret: /etc/passwd: not readable here\' >&2; exit 3"\n')
+    result = run_snakemake(work, dict(user_env, DB_PASSWORD=PASSWORD), "notes.txt", extra=["--retries", "0"])
+    assert result.returncode != 0
+    assert "rule write_secret: /etc/passwd: not readable here" in result.stderr
+    assert "[REDACTED]" not in result.stderr
+    assert redact(f"password: {PASSWORD}\nrule write_secret: exited") == "password: [REDACTED]\nrule write_secret: exited"
