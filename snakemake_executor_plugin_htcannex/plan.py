@@ -54,12 +54,16 @@ def plan_jobs(catalogue: Catalogue, jobs: Iterable[tuple[str, Mapping, Mapping, 
 
     rotation = catalogue.rotation
     planned = []
+    requests: dict = {}  # the jobs of a sweep share a few resource sets: each is judged once
     for rule, wildcards, resources, threads in jobs:
         chosen = rotation.place(rule, wildcards)
         if chosen.site is None:
             continue
+        key = (rule, tuple(sorted((name, str(value)) for name, value in resources.items())), threads)
         try:
-            request = placement_request(rule, resources, threads)
+            if key not in requests:
+                requests[key] = placement_request(rule, resources, threads)
+            request = requests[key]
         except SubmitValueError as error:
             planned.append(PlannedJob(rule, chosen.run, chosen.chunk, None, None, problem=str(error)))
             continue

@@ -22,7 +22,7 @@ sha256(run id) read as an unsigned integer, stable everywhere.
 """
 import hashlib
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 POLICIES = ("round-robin", "shuffle", "pinned", "any")
@@ -116,20 +116,20 @@ class Rotation:
             site = sites[(attempt - 1) % len(sites)]
         return Placement(rule, run, chunk, attempt, site)
 
-    def order(self, rule: str, wildcards: Mapping[str, object], attempt: int = 1) -> list[str]:
+    def order(self, rule: str, wildcards: Mapping[str, object], attempt: int = 1) -> Iterator[str]:
         """Every site of the rule's rotation once, in the order this attempt and the ones after it
         would visit them: where a job goes when the attempt's own site cannot run it
-        (placement.py); [] for policy `any`."""
+        (placement.py); nothing for policy `any`. Lazy: the first site usually suffices."""
         sites = self.policy_for(rule).sites
-        order: list[str] = []
-        later = attempt
+        seen: set[str] = set()
         # Shuffle may repeat a site across a block boundary before every site has come up.
-        while len(order) < len(sites) and later < attempt + 2 * len(sites):
+        for later in range(attempt, attempt + 2 * len(sites)):
             site = self.place(rule, wildcards, later).site
-            if site not in order:
-                order.append(site)
-            later += 1
-        return order
+            if site not in seen:
+                seen.add(site)
+                yield site
+                if len(seen) == len(sites):
+                    return
 
     def _wildcard(self, rule: str, wildcards: Mapping[str, object], name: str) -> object:
         if name not in wildcards:

@@ -90,12 +90,12 @@ def test_max_per_site_is_refused_with_the_fix(tmp_path, workdir):
 
 
 @pytest.mark.slow
-def test_jobs_no_site_can_run_fail_alone_without_an_annex_and_the_skip_is_honoured(tmp_path, workdir,
+def test_jobs_that_cannot_run_fail_alone_without_an_annex_and_the_skip_is_honoured(tmp_path, workdir,
                                                                                     embedded_pool):
     env = environment(tmp_path, embedded_pool.spool_dir)
     result = snakemake(workdir, env, "chunk-run0-0.txt", "chunk-run0-1.txt", "long-run0-0.txt",
-                       "gpu-run0-0.txt", extra=["--keep-going"])
-    assert result.returncode != 0  # two jobs failed...
+                       "gpu-run0-0.txt", "refused.txt", extra=["--keep-going"])
+    assert result.returncode != 0  # three jobs failed...
     # ...alone: the others ran, the skipped chunk on b (the plan's b*), not on short
     assert (workdir / "chunk-run0-0.txt").read_text() == "on htcannex-a\n"
     assert (workdir / "chunk-run0-1.txt").read_text() == "on htcannex-b\n"
@@ -103,6 +103,10 @@ def test_jobs_no_site_can_run_fail_alone_without_an_annex_and_the_skip_is_honour
     assert "no site of rule long's rotation can run this job, so no annex is requested for it" in result.stderr
     assert "it asks for GPU model 'H100' and gpusite has A10G" in result.stderr
     assert "Fix the rule's resources or the sites" in result.stderr
+    # A submit the schedd refuses fails that job with the schedd's message.
+    assert "The schedd refused to queue job" in result.stderr
+    assert "max_retries = many is invalid: expected an integer" in result.stderr
+    assert not (workdir / "refused.txt").exists()
     # No annex for the impossible jobs or the skipped site, and only what was requested is charged.
     assert {annex["name"] for annex in embedded_pool.annexes()} == {"htcannex-a", "htcannex-b"}
     assert ledger_sites(workdir) == ["a", "b"]

@@ -148,7 +148,7 @@ def test_order_starts_at_the_attempts_site_and_lists_every_site_once(policy):
     for run in ("0", "5", "uuid-a"):
         for chunk in range(8):
             for attempt in (1, 2, 4):
-                order = rot.order("train_chunk", {"run": run, "chunk": str(chunk)}, attempt)
+                order = list(rot.order("train_chunk", {"run": run, "chunk": str(chunk)}, attempt))
                 assert order[0] == site_of(rot, run, chunk, attempt)
                 assert sorted(order) == sorted(SITES)
-    assert rot.order("prepare", {}) == []
+    assert list(rot.order("prepare", {})) == []
