@@ -16,7 +16,7 @@ from snakemake.io import is_flagged
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
 from . import osdf_transfer
-from .description import JobSpec, SubmitOptions, resource_request
+from .description import JobSpec, SubmitOptions, duration_category, resource_request
 from .site import ResourceRequest
 from .paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
 
@@ -62,11 +62,15 @@ def placement_request(rule: str, resources: Mapping[str, object], threads: int) 
     """What placement.place judges a job by, the same in a dry run and in a run: the rule's
     resources with room for the job's own Snakemake, as a job that runs one asks for them (a plain
     shell rule run directly asks for less, and a site that admits this admits that). Raises
-    SubmitValueError for a resource that is not a valid request. A dry run has no value yet for a
-    resource computed from input files (Snakemake's <TBD>): it is not judged."""
+    SubmitValueError for a resource that is not a valid request, or a runtime no JobDurationCategory
+    allows (no site runs it). A dry run has no value yet for a resource computed from input files
+    (Snakemake's <TBD>): it is not judged."""
     known = {name: value for name, value in resources.items() if not isinstance(value, TBDString)}
-    return resource_request(JobSpec(rule=rule, jobid=0, argv=(), resources=_with_room_for_snakemake(known),
-                                    threads=threads))
+    request = resource_request(JobSpec(rule=rule, jobid=0, argv=(), resources=_with_room_for_snakemake(known),
+                                       threads=threads))
+    if request.runtime_s is not None:
+        duration_category(request.runtime_s, rule)
+    return request
 
 
 def rule_label(job: JobExecutorInterface) -> str:

@@ -37,10 +37,6 @@ class Decision:
     skipped: tuple[Skip, ...] = ()
     impossible: str | None = None
 
-    @property
-    def rotated(self) -> bool:
-        return self.placement.site is not None
-
 
 def place(rotation: Rotation, sites: Mapping[str, Site], rule: str, wildcards: Mapping[str, object],
           attempt: int, request: ResourceRequest, *, passed: frozenset = frozenset()) -> Decision:

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.plan import HEADING as PLAN_HEADING
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
 LOCAL_PROFILE = REPO / "profiles" / "local"
 CHUNKS_WORKFLOW = HERE / "workflows" / "chunks"
 PROTEIN_LM = REPO / "workflows" / "protein_lm" / "Snakefile"
-PLAN_HEADING = "htcannex plan (run x chunk -> site):"
 CATALOGUE = load_catalogue(LOCAL_PROFILE / "htcannex.yaml")
 
 

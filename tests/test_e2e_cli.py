@@ -57,7 +57,8 @@ def test_annex_plan_prints_where_each_chunk_goes(tmp_path, user_env):
     result = run(["htcannex", "annex", "plan", "--profile", "local"], tmp_path / "work", user_env)
     assert result.returncode == 0, result.stderr
     catalogue = load_catalogue(REPO / "profiles" / "local" / "htcannex.yaml")
-    rows = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[2:]}
+    table = result.stdout.split("\n\n")[0].splitlines()[3:]  # after the heading, the rule and the header row
+    rows = {line.split()[0]: line.split()[1:] for line in table}
     for run_id in ("0", "1"):
         assert rows[run_id] == [
             catalogue.rotation.place("train_chunk", {"run": run_id, "chunk": str(chunk)}).site

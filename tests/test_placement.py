@@ -85,3 +85,10 @@ def test_the_plan_marks_skips_and_impossible_jobs_and_adds_up_the_budget(catalog
     assert "short" not in rows
     assert budget[-1].startswith("6 core-hours (1 GPU-hours) of annexes htcannex requests, core_hour_budget 5: "
                                  "OVER BUDGET")
+
+
+def test_a_runtime_no_duration_category_allows_is_impossible_in_the_plan(catalogue):
+    jobs = [("train_chunk", chunk(0, 0), {"runtime": "41h"}, 1), ("train_chunk", chunk(0, 1), {"runtime": 20}, 1)]
+    text = plan_report(catalogue, jobs)
+    assert text.splitlines()[3].split() == ["0", "!", "gpu*"]
+    assert "! run/chunk 0/0: rule train_chunk: resources.runtime" in text and "JobDurationCategory Long" in text

@@ -15,10 +15,11 @@ import pytest
 import yaml
 from waiting import wait_until
 
+from snakemake_executor_plugin_htcannex.plan import HEADING as PLAN_HEADING
+
 HERE = Path(__file__).parent
 WORKFLOW = HERE / "workflows" / "placement"
 BIN = Path(sys.executable).parent
-PLAN_HEADING = "htcannex plan (run x chunk -> site):"
 
 
 @pytest.fixture
