@@ -76,6 +76,14 @@ def _project(ad: classad2.ClassAd, projection: list[str]) -> str:
     return repr(projected)
 
 
+def _keep_hold_as_last(ad: classad2.ClassAd) -> None:
+    """A job leaving the held state (released or removed) keeps its hold as LastHoldReason*."""
+    for attribute in ("HoldReason", "HoldReasonCode", "HoldReasonSubCode"):
+        if attribute in ad:
+            ad[f"Last{attribute}"] = ad.lookup(attribute)
+            del ad[attribute]
+
+
 def _duration(seconds: int) -> str:
     days, rest = divmod(int(seconds), 86400)
     return f"{days}+{time.strftime('%H:%M:%S', time.gmtime(rest))}"
@@ -160,36 +168,45 @@ class Scheduler:
         self.negotiate_needed = True
         return {"cluster": cluster, "first_proc": 0, "num_procs": len(ads)}
 
-    def _select(self, spec) -> list[classad2.ClassAd]:
+    def _select(self, spec, not_found: list[str] | None = None) -> list[classad2.ClassAd]:
+        """The job ads `spec` names. A job id or a cluster with no job in the queue is an error;
+        given `not_found` (schedd.act), it selects nothing and a job id is listed there instead."""
         if isinstance(spec, list):
-            return [ad for item in spec for ad in self._select(str(item))]
+            return [ad for item in spec for ad in self._select(str(item), not_found)]
         text = str(spec).strip()
         if re.fullmatch(r"\d+\.\d+", text):
             key = tuple(int(part) for part in text.split("."))
-            if key not in self.jobs:
+            if key in self.jobs:
+                return [self.jobs[key]]
+            if not_found is None:
                 raise RequestError(f"job {text} is not in the queue")
-            return [self.jobs[key]]
+            not_found.append(text)
+            return []
         if re.fullmatch(r"\d+", text):
             selected = [ad for key, ad in self.jobs.items() if key[0] == int(text)]
-            if not selected:
+            if not selected and not_found is None:
                 raise RequestError(f"cluster {text} has no jobs in the queue")
             return selected
         constraint = _constraint(text)
         return [ad for ad in self.jobs.values() if _selected(ad, constraint)]
 
     def act(self, action: str, spec, reason: str | None) -> dict:
+        """As HTCondor's schedd: a job that is not in the queue (it ended, or was removed) is counted
+        in TotalNotFound, not an error, so removing jobs that may have just left is safe."""
         if action not in ACTIONS:
             raise RequestError(f"job action {action!r} is not supported by the embedded pool "
                                f"(supported: {', '.join(ACTIONS)})")
         reason = reason or "Python-initiated action"
         done = skipped = 0
+        not_found: list[str] = []
         with self.store.transaction():
-            for ad in self._select(spec):
+            for ad in self._select(spec, not_found):
                 if self._act_on(action, ad, reason):
                     done += 1
                 else:
                     skipped += 1
-        return {"TotalSuccess": done, "TotalBadStatus": skipped, "TotalJobAds": done + skipped}
+        return {"TotalSuccess": done, "TotalBadStatus": skipped, "TotalNotFound": len(not_found),
+                "TotalJobAds": done + skipped}
 
     def _act_on(self, action: str, ad: classad2.ClassAd, reason: str) -> bool:
         """Apply one action to one job; False if the job's status does not allow it."""
@@ -342,10 +359,7 @@ class Scheduler:
         self.store.save(ad)
 
     def _release(self, ad: classad2.ClassAd, reason: str):
-        for attribute in ("HoldReason", "HoldReasonCode", "HoldReasonSubCode"):
-            if attribute in ad:
-                ad[f"Last{attribute}"] = ad.lookup(attribute)
-                del ad[attribute]
+        _keep_hold_as_last(ad)
         self._set_status(ad, JobStatus.IDLE)
         UserLog(ad).released(reason)
         self.store.save(ad)
@@ -354,6 +368,9 @@ class Scheduler:
     def _remove(self, ad: classad2.ClassAd, reason: str):
         running = self.running.get(_key(ad))
         ad["RemoveReason"] = reason
+        # A held job removed keeps why it was held as LastHoldReason* (HTCondor 25.14: in the
+        # history, HoldReason is undefined and LastJobStatus is 5).
+        _keep_hold_as_last(ad)
         self._set_status(ad, JobStatus.REMOVED)
         if running is not None and local_universe.is_local(ad) and ad["LastJobStatus"] != JobStatus.REMOVED:
             # It gets its remove signal and time to end; it leaves the queue when it has exited.

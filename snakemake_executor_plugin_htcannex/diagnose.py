@@ -52,11 +52,25 @@ def diagnose(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue], collector
     elif status == JobStatus.RUNNING:
         where = f" (annex {annex})" if annex else ""
         return lines + [f"running on {job_ad.get('RemoteHost', '?')}{where}: nothing to explain"]
-    elif status in (JobStatus.REMOVED, JobStatus.COMPLETED):
+    elif status == JobStatus.REMOVED:
+        return lines + removal_report(job_ad, rule, job_id, annex)
+    elif status == JobStatus.COMPLETED:
         return lines + ["it has left the queue: nothing to explain"]
     if status in (JobStatus.IDLE, JobStatus.HELD):
         lines += match_report(job_ad, catalogue, collector)
     return lines
+
+
+def removal_report(job_ad: classad2.ClassAd, rule: str, job_id: str, annex: Optional[str]) -> list[str]:
+    """Why a job left the queue without completing: removed, and the hold it was removed from. The
+    schedd keeps that hold as LastHoldReason* (HoldReason* are undefined once it is not held)."""
+    reason = job_ad.get("RemoveReason")
+    lines = [f"removed from the queue: {reason}" if reason else "removed from the queue"]
+    if job_ad.get("LastJobStatus") != JobStatus.HELD:
+        return lines
+    return lines + ["it was held when it was removed; the hold:",
+                    *explain_hold(job_ad.get("LastHoldReasonCode"), job_ad.get("LastHoldReasonSubCode"),
+                                  job_ad.get("LastHoldReason", ""), rule, job_id, annex)]
 
 
 def match_report(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue], collector) -> list[str]:

@@ -21,6 +21,7 @@ from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
 from . import direct_shell, one_step, recovery, secrets
+from . import schedd as schedd_seam
 from .annex import AnnexState
 from .description import JobSpec, build_submit, job_signature
 from .holds import Hold, memory_for_retry
@@ -230,11 +231,16 @@ class Executor(RemoteExecutor):
             member.log_error(f"failed with its {group}, see above", indent=True, **kwargs)
 
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]):
+        # Ctrl-C must end the run whatever the schedd does: jobs that have just left the queue are
+        # no error (the schedd counts them not found), and a schedd that does not answer is said.
         ids = [job_info.external_jobid for job_info in active_jobs]
-        if ids and self._runtime is not None:
-            self._runtime.connection.schedd.act(
-                htcondor2.JobAction.Remove, ids, reason="Snakemake was cancelled"
-            )
+        if not ids or self._runtime is None:
+            return
+        try:
+            self._runtime.connection.schedd.act(htcondor2.JobAction.Remove, ids, reason="Snakemake was cancelled")
+        except schedd_seam.UNANSWERED as error:
+            self.logger.error(f"Could not remove HTCondor job(s) {', '.join(ids)}: {error}. They may still be "
+                              "queued: remove them (condor_rm) once the schedd answers again")
 
     def shutdown(self):
         super().shutdown()

@@ -61,6 +61,11 @@ class ScheddNotFound(RuntimeError):
     pass
 
 
+# What a call on the schedd raises when it cannot be reached, does not answer in time, or refuses:
+# the bindings' HTCondorException (the embedded pool's PoolError is one), or a socket's OSError.
+UNANSWERED = (htcondor2.HTCondorException, OSError)
+
+
 def connect(target: str, pool_dir: Optional[Path] = None, config_path: Optional[Path] = None,
             create_pool: bool = True) -> Connection:
     """Open the pool named by `target`.

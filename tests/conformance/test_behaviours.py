@@ -10,6 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import classad2
 import htcondor2
 import pytest
 
@@ -239,6 +240,27 @@ def test_a_removed_job_leaves_the_queue_with_an_abort_event(backend):
     assert wait_for_event(backend, directory, job, JobEventType.JOB_ABORTED)
     assert in_history(backend, job)["JobStatus"] == 3
     assert job_ad(backend, job) is None
+
+
+def test_acting_on_a_job_that_has_left_the_queue_counts_it_not_found(backend):
+    # Snakemake's Ctrl-C removes every job it tracks; one may have ended a moment before.
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"))
+    wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
+    in_history(backend, job)
+    for spec in (job, [job]):
+        result = backend.schedd.act(htcondor2.JobAction.Remove, spec, "cancelled")
+        assert (result["TotalNotFound"], result["TotalSuccess"]) == (1, 0)
+
+
+def test_a_held_job_removed_keeps_its_hold_as_last_hold_reason(backend):
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"), hold="true")
+    backend.schedd.act(htcondor2.JobAction.Remove, job, "removed while held")
+    finished = in_history(backend, job, ["JobStatus", "LastJobStatus", "HoldReasonCode", "LastHoldReasonCode"])
+    assert (finished["JobStatus"], finished["LastJobStatus"]) == (3, 5)
+    assert classad2.ExprTree("HoldReasonCode is undefined").eval(finished) is True
+    assert finished["LastHoldReasonCode"] == 15  # SubmittedOnHold
 
 
 def test_a_self_checkpointing_job_resumes_from_its_checkpoint_files(backend):

@@ -121,3 +121,19 @@ def test_each_hold_code_says_what_to_change(code, subcode, reason, words):
     lines = explain_hold(code, subcode, reason, "train_chunk", "7.0", target_annex="htcannex-a")
     assert lines[0] == f"held: {reason} (HoldReasonCode {code}, HoldReasonSubCode {subcode})"
     assert words in " ".join(lines[1:])
+
+
+def test_a_job_removed_after_a_hold_says_it_was_held_why_and_removed(embedded_pool, tmp_path):
+    job = submit(embedded_pool, tmp_path, executable=sys.executable, request_memory="60MB",
+                 arguments="\"-c 'block = bytearray(300 * 2**20); import time; time.sleep(30)'\"")
+    deadline = time.time() + 30
+    while embedded_pool.schedd().query(f"ClusterId == {job.split('.')[0]}", ["JobStatus"])[0]["JobStatus"] != 5:
+        assert time.time() < deadline, "the job was not held"
+        time.sleep(0.2)
+    # As the executor does with a hold it does not release.
+    embedded_pool.schedd().act(htcondor2.JobAction.Remove, job, "held: over its memory request")
+    out = why(embedded_pool, job).stdout
+    assert f"job {job} (rule train) is removed" in out
+    assert "removed from the queue: held: over its memory request" in out
+    assert "it was held when it was removed" in out and "HoldReasonCode 34" in out
+    assert "resources: mem_mb=lambda wildcards, attempt: 4000 * attempt" in out

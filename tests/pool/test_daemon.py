@@ -113,8 +113,8 @@ def test_two_clients_at_once_start_one_daemon_and_queue_all_jobs(spool, submit_d
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda schedd: schedd.act(htcondor2.JobAction.Hold, "999.0"), "job 999.0 is not in the queue"),
-    (lambda schedd: schedd.act(htcondor2.JobAction.Hold, "999"), "cluster 999 has no jobs"),
+    (lambda schedd: schedd.edit("999.0", "Foo", "1"), "job 999.0 is not in the queue"),
+    (lambda schedd: schedd.edit("999", "Foo", "1"), "cluster 999 has no jobs"),
     (lambda schedd: schedd.act(htcondor2.JobAction.Suspend, "1.0"), "'Suspend' is not supported"),
     (lambda schedd: schedd.query("JobStatus == = 1"), "malformed constraint"),
     (lambda schedd: schedd.edit("true", "JobStatus", "4"), "JobStatus is managed by the schedd"),
