@@ -13,7 +13,7 @@ as a failed command), and the submit side checks them as for any job.
 
 Everything else still gets Snakemake in the job: script, run, notebook and wrapper
 rules; conda, container and module environments; benchmarks, shadow directories,
-pipes and services; flagged outputs Snakemake has to handle (directory, touch);
+pipes and services; outputs with a flag outside FLAGS_WITHOUT_SNAKEMAKE (below);
 storage-plugin files (the job's Snakemake maps them); a command using the
 `tmpdir` resource, which must be the execute point's, not the submit side's; and
 a shell Snakemake was told to use other than bash or sh; and a multi-line command.
@@ -23,13 +23,20 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Optional
 
-from snakemake.io import is_flagged
 from snakemake.shell import shell
 
 from .submit_values import CONTROL_CHARACTERS
 
-# Output flags whose meaning Snakemake itself carries out in the job.
-FLAGS_NEEDING_SNAKEMAKE = ("directory", "touch", "pipe", "service", "update", "nodelocal")
+# The only output flags a job without Snakemake may have: the main Snakemake carries them out itself
+# (temp: dag.handle_temp after the job; report: `snakemake --report`) or they only say where a file
+# lives (local: no default storage provider; storage files already keep Snakemake in the job).
+# Every other flag (protected, ensure, directory, touch, update, pipe, service, nodelocal, and any a
+# later Snakemake adds) is applied by the Snakemake process that ran the job: without a shared
+# filesystem, Job.postprocess runs in the job (remote_exec) and the main process only waits for the
+# files. So such a job keeps its Snakemake rather than htcannex copying Job.postprocess (its order:
+# touch, log, output check with ensure's non-empty and checksum tests, unshadow, storage, protected,
+# and update's restore on failure) and keeping that copy in step with each Snakemake release.
+FLAGS_WITHOUT_SNAKEMAKE = frozenset({"temp", "report", "local"})
 # Where the shells Snakemake may run are on any execute point.
 SHELLS = {"bash": "/bin/bash", "sh": "/bin/sh"}
 
@@ -69,4 +76,4 @@ def _runs_without_snakemake(job) -> bool:
     files = [*job.input, *job.output, *job.log]
     if any(getattr(path, "is_storage", False) for path in files):
         return False
-    return not any(is_flagged(path, flag) for path in job.output for flag in FLAGS_NEEDING_SNAKEMAKE)
+    return all(set(getattr(path, "flags", {})) <= FLAGS_WITHOUT_SNAKEMAKE for path in [*job.output, *job.log])

@@ -97,7 +97,18 @@ class Executor(RemoteExecutor):
         # submit side's --directory; an HTCondor job must stay in its sandbox,
         # where file transfer put the inputs at their relative paths.
         directory = "" if self._runtime.submit_options.shared_fs else "--directory ."
-        return f"{directory} {one_step.in_job_rerun_triggers(self.workflow)}".strip()
+        return " ".join(filter(None, (directory, self._in_job_shadow_prefix(),
+                                      one_step.in_job_rerun_triggers(self.workflow))))
+
+    def _in_job_shadow_prefix(self) -> str:
+        """`--shadow-prefix .snakemake` unless the user chose one: shadow directories under the job's
+        .snakemake, where a local run has them. Without it a remote job's Snakemake puts them in its
+        persistence directory under $TMPDIR, and an execute point's TMPDIR is the job's sandbox, the
+        working directory that `shadow: "full"` copies (os.walk skips only .snakemake): the shadow
+        directory was copied into itself until the path was too long (errno 36)."""
+        if self._runtime.submit_options.shared_fs or self.workflow.execution_settings.shadow_prefix:
+            return ""
+        return "--shadow-prefix .snakemake"
 
     def get_job_args(self, job: JobExecutorInterface, **kwargs) -> str:
         # The job's own Snakemake runs its step only, whatever mtimes the sandbox has (one_step.py).
