@@ -85,6 +85,10 @@ class Executor(RemoteExecutor):
         self._finished_while_down = recovery.FinishedJobs(self._runtime.connection.schedd, self._marked_job_ids)
         if self._runtime.withheld_secrets:
             self.logger.warning(secrets.withheld_warning(self._runtime.withheld_secrets))
+        if self._runtime.unlisted_sources:
+            self.logger.info("Jobs that run Snakemake also get these files, which the Snakefile imports or a "
+                             "run: block names but Snakemake does not list as workflow sources: "
+                             + ", ".join(self._runtime.unlisted_sources))
         self._print_plan()
 
     # -- Snakemake's hooks ---------------------------------------------------

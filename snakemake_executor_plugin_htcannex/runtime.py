@@ -15,6 +15,7 @@ from .annex import AnnexLedger, AnnexManager
 from .catalogue import Catalogue, HtcannexConfigError, load_catalogue
 from .description import SubmitOptions, transfer_root
 from .tracking import EventLogTracker, HoldPolicy
+from .unlisted_sources import unlisted_sources
 from .units import UnitError, parse_duration_s
 
 # HTCondor starts jobs with no PATH; the spawned Snakemake (its ILP scheduler
@@ -40,6 +41,8 @@ class Runtime:
     # point (a site's or a container image's: this side's path means nothing there).
     job_python: str
     withheld_secrets: list[str] = dataclasses.field(default_factory=list)
+    # Workflow sources htcannex found that Snakemake does not list (unlisted_sources.py), to tell the user.
+    unlisted_sources: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def open(cls, settings, workflow) -> "Runtime":
@@ -82,7 +85,9 @@ class Runtime:
             paths.JOB_PYTHON_VARIABLE: job_python,
             **workflow.spawned_job_args_factory.envvars(),
         })
-        sources = () if settings.shared_fs else sorted(workflow.dag.get_sources())
+        listed = () if settings.shared_fs else sorted(workflow.dag.get_sources())
+        unlisted = [] if settings.shared_fs else unlisted_sources(workflow, listed, Path.cwd())
+        sources = [*listed, *unlisted]
         submit_options = SubmitOptions(
             workdir=Path.cwd(),
             log_path=paths.event_log(Path.cwd()),
@@ -100,7 +105,7 @@ class Runtime:
         return cls(
             config, connection, EventLogTracker(paths.event_log(Path.cwd())), annexes,
             HoldPolicy(settings.hold_policy, settings.hold_releases), submit_options, idle_timeout_s,
-            not settings.snakemake_in_every_job, job_python, withheld,
+            not settings.snakemake_in_every_job, job_python, withheld, unlisted,
         )
 
 

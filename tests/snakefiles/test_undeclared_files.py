@@ -1,0 +1,13 @@
+"""Files a job needs that Snakemake does not list travel with it (issue 13.9)."""
+import pytest
+
+from same_as_local import assert_same_as_local
+
+
+@pytest.mark.slow
+def test_modules_next_to_the_snakefile_and_files_a_run_block_opens(tmp_path, embedded_pool):
+    _, by_htcannex = assert_same_as_local("undeclared", tmp_path, embedded_pool)
+    assert "ModuleNotFoundError" not in by_htcannex.stderr
+    # The user is told which files htcannex added to Snakemake's list of workflow sources.
+    told = next(line for line in by_htcannex.stderr.splitlines() if "does not list as workflow sources" in line)
+    assert told.endswith(": greeting.py, lib/__init__.py, lib/numbers.py, lookup.tsv")
