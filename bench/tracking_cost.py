@@ -144,7 +144,7 @@ class _HtcannexDriver:
         self.executor._runtime = Runtime(
             config=None, connection=Connection(schedd, collector=None, annex_backend=None),
             tracker=EventLogTracker(log), annexes=None, hold_policy=HoldPolicy(), submit_options=None,
-            idle_timeout_s=3600, direct_shell=False, job_python="python",
+            idle_timeout_s=3600, direct_commands=False, job_python="python",
         )
         self.executor.status_rate_limiter = _rate_limiter()
         self.executor.logger = logging.getLogger("bench")

@@ -84,8 +84,8 @@ class ExecutorSettings(ExecutorSettingsBase):
         default=False,
         metadata={
             "help": "Run a Snakemake process in every job. By default a plain shell rule's "
-            "command runs in its job without one (about 1 s of CPU less per job; "
-            "direct_shell.py says which rules qualify).",
+            "command and a Python script rule's script run in their job without one (about "
+            "1 s of CPU less per job; direct_command.py says which rules qualify).",
         },
     )
     hold_policy: str = field(

@@ -20,12 +20,13 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
-from . import direct_shell, one_step, recovery, secrets
+from . import one_step, recovery, secrets
 from . import schedd as schedd_seam
 from .annex import AnnexState
+from .direct_command import NeedsSnakemake, direct_command
 from .description import JobSpec, build_submit, job_signature
 from .holds import Hold, memory_for_retry
-from .job_spec import job_spec, placement_request, products, rule_label, wildcards_of, with_memory
+from .job_spec import JobCommand, job_spec, placement_request, products, rule_label, wildcards_of, with_memory
 from .placement import place
 from .plan import plan_report
 from .rotation import RotationError
@@ -51,6 +52,7 @@ class TrackedJob:
     site: Optional[Site]  # where the rotation sent it (None: any slot)
     held_for_annex: bool  # submitted held until its annex is up
     stderr: Optional[str]  # its stderr file, relative to the submit directory
+    prepared_script: Optional[str]  # written for the job (direct_command.py), removed when it is done
     waiting_since: float = dataclasses.field(default_factory=time.time)  # submitted, released or moved
     idle_since: Optional[float] = None  # when an annex job was last seen idle (looked at once per idle timeout)
     tried: set[str] = dataclasses.field(default_factory=set)  # sites it was moved away from
@@ -119,10 +121,14 @@ class Executor(RemoteExecutor):
         return f"{super().get_job_args(job, **kwargs)} {one_step.in_job_args(job, self.workflow)}"
 
     def run_job(self, job: JobExecutorInterface):
+        spec, command = self._job_spec(job)
+        if self._adopt(job, spec) or not self._submit(job, spec, command):
+            # Adopted (that submission runs the script prepared for it then), or not queued.
+            self._remove_prepared_script(command.prepared_script)
+
+    def _submit(self, job: JobExecutorInterface, spec: JobSpec, command: JobCommand) -> bool:
+        """Place, describe and queue the job; False (the job reported failed) when it cannot be."""
         runtime = self._runtime
-        spec = self._job_spec(job)
-        if self._adopt(job, spec):
-            return
         # Feasibility first (placement.py): a job no site can run fails alone, before any annex is
         # requested or anything submitted; the rest of the run goes on.
         try:
@@ -134,7 +140,7 @@ class Executor(RemoteExecutor):
             submit = build_submit(spec, site, runtime.submit_options)
         except (RotationError, SubmitValueError, SiteRefusal, TemplateError) as error:
             self.report_job_error(SubmittedJobInfo(job), msg=f"{error} ")
-            return
+            return False
         for skip in decision.skipped:
             self.logger.info(f"Job {job.jobid} skips site {skip.site}: {skip.reason}")
         hold_for_annex = site is not None and site.kind == "annex" and not runtime.annexes.is_up(site)
@@ -146,7 +152,7 @@ class Executor(RemoteExecutor):
         except Exception as error:  # htcondor2.HTCondorException, the embedded pool's PoolRequestError
             self.report_job_error(SubmittedJobInfo(job), msg=f"The schedd refused to queue job {job.jobid}: "
                                                             f"{secrets.redact(str(error))} ")
-            return
+            return False
         if hold_for_annex:
             status = runtime.annexes.ensure(site)
             if status.state is AnnexState.WAITING:
@@ -157,13 +163,15 @@ class Executor(RemoteExecutor):
         where = f" on {site.name}" if site else ""
         self.logger.info(f"Submitted job {job.jobid} as HTCondor job {job_id}{where}"
                          + (" (held until its annex is up)" if hold_for_annex else ""))
-        self._track(job, job_id, site, hold_for_annex, stderr=submit.get("error"), spec=spec)
+        self._track(job, job_id, site, hold_for_annex, stderr=submit.get("error"), spec=spec,
+                    prepared_script=command.prepared_script)
+        return True
 
     def _track(self, job: JobExecutorInterface, job_id: str, site, held_for_annex: bool, stderr,
-               spec: JobSpec) -> None:
+               spec: JobSpec, prepared_script: Optional[str] = None) -> None:
         self.report_job_submission(SubmittedJobInfo(
             job, external_jobid=job_id,
-            aux={"htcannex": TrackedJob(spec, site, held_for_annex, stderr)},
+            aux={"htcannex": TrackedJob(spec, site, held_for_annex, stderr, prepared_script)},
         ))
 
     def _adopt(self, job: JobExecutorInterface, spec: JobSpec) -> bool:
@@ -221,6 +229,8 @@ class Executor(RemoteExecutor):
         for job_info in active_jobs:
             if self._still_active(job_info):
                 yield job_info
+            else:
+                self._remove_prepared_script(_tracked(job_info).prepared_script)
 
     async def sleep(self):
         """Wait until the event log grows, at most --seconds-between-status-checks.
@@ -416,17 +426,33 @@ class Executor(RemoteExecutor):
             message += f"Last lines of its stderr:\n{tail}\n"
         return message + _execute_side_hint(record.return_value, tail)
 
-    def _job_spec(self, job: JobExecutorInterface) -> JobSpec:
+    def _job_spec(self, job: JobExecutorInterface) -> tuple[JobSpec, JobCommand]:
         runtime = self._runtime
-        direct = direct_shell.direct_command(job) if runtime.direct_shell else None
-        # format_job_exec() is a shell command (it may `export` variables and
-        # chain with &&), quoted for a shell: hand it to one, never re-quote it.
-        spec = job_spec(job, direct or ("/bin/sh", self.format_job_exec(job)), direct is None,
-                        runtime.submit_options, str(self.workflow.storage_settings.remote_job_local_storage_prefix))
+        command = self._command(job)
+        spec = job_spec(job, command, runtime.submit_options,
+                        str(self.workflow.storage_settings.remote_job_local_storage_prefix))
         floor = self._memory_floor.get(self._signature(spec))
         if floor is not None and spec.resources.get("mem_mb", 0) < floor:
             spec = dataclasses.replace(spec, resources=with_memory(spec.resources, floor))
-        return spec
+        return spec, command
+
+    def _command(self, job: JobExecutorInterface) -> JobCommand:
+        """The rule's own command or script without Snakemake in the job where it can (direct_command.py),
+        else Snakemake's."""
+        if self._runtime.direct_commands:
+            try:
+                return direct_command(job, self.workflow, self._runtime.submit_options, self.get_python_executable())
+            except NeedsSnakemake as why:
+                self.logger.debug(f"Job {job.jobid} (rule {job.name}) runs Snakemake in its HTCondor job: {why}")
+        # format_job_exec() is a shell command (it may `export` variables and
+        # chain with &&), quoted for a shell: hand it to one, never re-quote it.
+        return JobCommand("/bin/sh", self.format_job_exec(job))
+
+    def _remove_prepared_script(self, path: Optional[str]) -> None:
+        """Remove the script prepared for a job once nothing will run it, as Snakemake removes its own
+        (unless --skip-script-cleanup)."""
+        if path and self.workflow.execution_settings.cleanup_scripts:
+            (self._runtime.submit_options.workdir / path).unlink(missing_ok=True)
 
     def _placement_request(self, job: JobExecutorInterface, spec: JobSpec) -> ResourceRequest:
         """What placement judges the job by: the plan's request (job_spec.placement_request), with

@@ -1,8 +1,8 @@
 """A Snakemake job -> a `JobSpec` (plain values that description.build_submit turns into a submit
 description): what it transfers, the command HTCondor runs, and its resources.
 
-The command is Snakemake's own (`format_job_exec`) or, for a plain shell rule, the rule's shell
-command (direct_shell.py), wrapped so that it runs where the workdir is in the sandbox, creates
+The command is Snakemake's own (`format_job_exec`) or, for a rule that runs without Snakemake in
+the job, the rule's shell command or prepared script (direct_command.py), wrapped so that it runs where the workdir is in the sandbox, creates
 the logs the rule did not write, and exits with a self-checkpoint's exit code: the Snakemake
 process inside a job exits 1 whatever its script exited with, so HTCondor would never see the
 code; `with_checkpoint_exit` makes the job exit with the code a script wrote to the marker file
@@ -10,6 +10,8 @@ code; `with_checkpoint_exit` makes the job exit with the code a script wrote to 
 """
 import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Optional
 
 from snakemake.common.tbdstring import TBDString
 from snakemake.io import is_flagged
@@ -30,30 +32,42 @@ SPAWNED_SNAKEMAKE_DEFAULTS = {"mem_mb": 1000, "disk_mb": 1000}
 PRODUCTS_WITHOUT_FILE = ("pipe", "service")
 
 
-def job_spec(job: JobExecutorInterface, shell_command: tuple[str, str], runs_snakemake: bool,
-             options: SubmitOptions, sandbox_storage_prefix: str) -> JobSpec:
-    """`job` as a JobSpec. `shell_command`: (shell, command), Snakemake's command for the job
-    (`format_job_exec`) or a plain shell rule's own (direct_shell.py: `runs_snakemake` False)."""
+@dataclass(frozen=True)
+class JobCommand:
+    """What a job runs: `command`, by `shell`."""
+
+    shell: str  # on the execute point
+    command: str
+    # False: the rule's own command or prepared script, without Snakemake in the job (direct_command.py)
+    runs_snakemake: bool = True
+    files: tuple[str, ...] = ()  # what the command needs besides the job's inputs (workdir-relative)
+    prepared_script: Optional[str] = None  # written for this job here; removed when the job is done
+
+
+def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOptions,
+             sandbox_storage_prefix: str) -> JobSpec:
+    """`job` as a JobSpec, running `command`: Snakemake's for the job (`format_job_exec`) or one
+    without Snakemake (direct_command.py)."""
     outputs = products(job)
     if options.shared_fs:
-        files = dict(inputs=list(job.input), outputs=outputs)
+        files = dict(inputs=[*job.input, *command.files], outputs=outputs)
     else:
         # OSDF objects move between origin and execute point as URL transfers.
         transfers = osdf_transfer.plan(job.input, outputs, sandbox_storage_prefix=sandbox_storage_prefix)
-        files = dict(inputs=transfers.inputs, outputs=transfers.outputs,
+        files = dict(inputs=[*transfers.inputs, *command.files], outputs=transfers.outputs,
                      output_remaps=transfers.output_remaps, environment=transfers.environment)
-    shell_path, command = shell_command
     resources = dict(job.resources.items())
+    wrapped = _in_sandbox_workdir(with_checkpoint_exit(_creating_logs(command.command, _logs(job))),
+                                  options.sandbox_workdir)
     return JobSpec(
         rule=rule_label(job),
         jobid=job.jobid,
-        argv=[shell_path, "-c", _in_sandbox_workdir(with_checkpoint_exit(_creating_logs(command, _logs(job))),
-                                                    options.sandbox_workdir)],
+        argv=[command.shell, "-c", wrapped],
         wildcards=wildcards_of(job),
-        resources=_with_room_for_snakemake(resources) if runs_snakemake else resources,
+        resources=_with_room_for_snakemake(resources) if command.runs_snakemake else resources,
         threads=job.threads,
         attempt=job.attempt,
-        ships_workflow_sources=runs_snakemake,
+        ships_workflow_sources=command.runs_snakemake,
         **files,
     )
 

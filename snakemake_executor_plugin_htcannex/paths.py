@@ -4,6 +4,7 @@ A run directory (Snakemake's working directory) holds:
 
     .htcannex/jobs.log                 the one HTCondor user event log of every job (tracking, board, report)
     .htcannex/logs/<job>.out|.err      each job's stdout and stderr
+    .htcannex/scripts/<rule>-*.py      a script rule's script with Snakemake's preamble, for its job (direct_command.py)
     .htcannex/annex-requests.json      the annexes requested, so a restart does not request them again
     .htcannex/pool/                    the embedded pool's spool (its own default: htcannex_pool.DEFAULT_SPOOL)
     .htcannex/driver/                  the Snakemake driver `htcannex submit` started (driver.py)
@@ -32,6 +33,10 @@ def event_log(workdir: Path | str = ".") -> Path:
 
 def job_logs_dir(workdir: Path | str = ".") -> Path:
     return state_dir(workdir) / "logs"
+
+
+def job_scripts_dir(workdir: Path | str = ".") -> Path:
+    return state_dir(workdir) / "scripts"
 
 
 def driver_dir(workdir: Path | str = ".") -> Path:

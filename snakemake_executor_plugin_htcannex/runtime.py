@@ -34,7 +34,7 @@ class Runtime:
     hold_policy: HoldPolicy
     submit_options: SubmitOptions
     idle_timeout_s: float
-    direct_shell: bool
+    direct_commands: bool  # rules run without Snakemake in the job where they can (direct_command.py)
     # The Python a job's own command runs (Snakemake's get_python_executable, and
     # paths.JOB_PYTHON_VARIABLE in the job's environment): this one on the embedded pool,
     # whose execute points are this machine; `python` from the job's PATH on a real execute

@@ -1,4 +1,5 @@
-"""Plain shell rules run their command in the job without a Snakemake process there.
+"""Plain shell rules run their command in the job without a Snakemake process there
+(direct_command.py).
 
 Through the snakemake CLI with the local profile: the queue's ads show which jobs ran
 Snakemake (its `--target-jobs` in Arguments, the Snakefile among the transferred

@@ -1,0 +1,158 @@
+"""Jobs that run their rule's code without a Snakemake process in the HTCondor job.
+
+Every Snakemake remote executor runs a whole Snakemake in each job to execute one rule:
+about a second of CPU to import Snakemake and its plugins and rebuild the DAG
+(docs/benchmarks.md), longer than many rules run. Two kinds of rule need none of it:
+
+- A plain `shell:` rule: its command is already formatted on the submit side
+  (`job.shellcmd`, with Snakemake's own formatting of input, output, params, wildcards,
+  threads and resources), and what the job's Snakemake would do around it is making the
+  output directories and running it with Snakemake's shell prefix (`set -euo pipefail;`
+  under bash).
+- A `script:` rule with a Python script: what the job's Snakemake would run is the script
+  with Snakemake's preamble (the `snakemake` object with input, output, params, wildcards,
+  threads, resources, log and config, pickled into it, and the script's directory on
+  sys.path). That preamble is Snakemake's own (snakemake.script.PythonScript), made on the
+  submit side and written with the script to .htcannex/scripts/; the job runs it with the
+  Python a job's Snakemake would run in (Runtime.job_python), and the script's directory travels with it (what
+  Snakemake ships with a script: its package, next to it). Without a DAG in the job no
+  upstream job can rerun there, whatever mtimes file transfer gave the inputs (one_step.py).
+
+Outputs come back by HTCondor file transfer, which holds a job whose listed output is
+missing (tracking reports that as a failed command), the submit side checks them as for any
+job, and the job exits with the rule's own exit code.
+
+Everything else still gets Snakemake in the job; `NeedsSnakemake` says why (the executor logs
+it at debug level): run, notebook, wrapper, cwl and template rules, and scripts in other
+languages (R, R Markdown, Julia, Rust, bash, xonsh, hy: Snakemake runs those with their own
+interpreters and preambles); a script from a URL; group jobs; conda, container and module
+environments; benchmarks, shadow directories, pipes and services; outputs with a flag outside
+FLAGS_WITHOUT_SNAKEMAKE (below: protected, ensure, directory, touch, ...); storage-plugin files (the job's Snakemake maps them);
+the `tmpdir` resource in a command or script, which must be the execute point's, not the
+submit side's; a shell other than bash or sh; and a multi-line shell command.
+"""
+import os
+import shlex
+import tempfile
+from pathlib import PurePosixPath
+
+from snakemake.script import PythonScript, get_source
+from snakemake.shell import shell
+from snakemake.sourcecache import LocalSourceFile
+
+from . import paths
+from .description import SubmitOptions
+from .job_spec import JobCommand
+from .submit_values import CONTROL_CHARACTERS
+
+# The only output flags a job without Snakemake may have: the main Snakemake carries them out itself
+# (temp: dag.handle_temp after the job; report: `snakemake --report`) or they only say where a file
+# lives (local: no default storage provider; storage files already keep Snakemake in the job).
+# Every other flag (protected, ensure, directory, touch, update, pipe, service, nodelocal, and any a
+# later Snakemake adds) is applied by the Snakemake process that ran the job: without a shared
+# filesystem, Job.postprocess runs in the job (remote_exec) and the main process only waits for the
+# files. So such a job keeps its Snakemake rather than htcannex copying Job.postprocess (its order:
+# touch, log, output check with ensure's non-empty and checksum tests, unshadow, storage, protected,
+# and update's restore on failure) and keeping that copy in step with each Snakemake release.
+FLAGS_WITHOUT_SNAKEMAKE = frozenset({"temp", "report", "local"})
+# Where the shells Snakemake may run are on any execute point.
+SHELLS = {"bash": "/bin/bash", "sh": "/bin/sh"}
+# The one shell that runs a prepared script's job.
+SCRIPT_SHELL = "/bin/sh"
+
+
+class NeedsSnakemake(Exception):
+    """Why a job runs a Snakemake process in its HTCondor job."""
+
+
+def direct_command(job, workflow, options: SubmitOptions, python: str) -> JobCommand:
+    """The command that runs `job` without Snakemake (a script with `python`, the job's); raises
+    NeedsSnakemake when it needs it."""
+    _check_runs_alone(job)
+    if job.is_shell:
+        return _shell_command(job)
+    if job.is_script:
+        return _script_command(job, workflow, options, python)
+    raise NeedsSnakemake("its code is a run: block, notebook, wrapper, cwl or template, which Snakemake runs")
+
+
+def _check_runs_alone(job) -> None:
+    """What any rule's code needs Snakemake around it for, whatever the rule's kind."""
+    if job.is_group():
+        raise NeedsSnakemake("a group job runs several rules, one after the other, as Snakemake orders them")
+    if job.conda_env_spec or job.container_img_url or job.env_modules:
+        raise NeedsSnakemake("its conda, container or module environment is set up by Snakemake")
+    if job.benchmark or job.is_shadow or job.is_pipe or job.is_service:
+        raise NeedsSnakemake("its benchmark, shadow directory, pipe or service is Snakemake's to run")
+    if any(getattr(path, "is_storage", False) for path in [*job.input, *job.output, *job.log]):
+        raise NeedsSnakemake("its storage-plugin files are mapped to local paths by Snakemake")
+    flags = {flag for path in [*job.output, *job.log] for flag in getattr(path, "flags", {})}
+    if flags - FLAGS_WITHOUT_SNAKEMAKE:
+        raise NeedsSnakemake(f"its outputs flagged {', '.join(sorted(flags - FLAGS_WITHOUT_SNAKEMAKE))} "
+                             "are Snakemake's to handle in the job")
+
+
+def _shell_command(job) -> JobCommand:
+    chosen = dict(job.resources.items()).get("shell_exec") or shell.get_executable() or "sh"
+    shell_path = SHELLS.get(os.path.basename(str(chosen)))
+    if shell_path is None:
+        raise NeedsSnakemake(f"its shell {chosen} may not be on an execute point (bash and sh are)")
+    if "tmpdir" in job.rule.shellcmd:
+        raise NeedsSnakemake("its command uses the tmpdir resource, which must be the execute point's")
+    # Snakemake's prefix as the Snakefile left it (`set -euo pipefail; ` under bash
+    # unless shell.prefix() changed it), and its suffix.
+    prefix = shell._get_process_prefix(shell_path)
+    command = " ".join((prefix, _making_directories(job) + job.shellcmd, shell._process_suffix)).strip()
+    if CONTROL_CHARACTERS.search(command):
+        # description.py refuses newlines in a submit argument.
+        raise NeedsSnakemake("its command spans several lines, which a submit argument cannot hold")
+    return JobCommand(shell_path, command, runs_snakemake=False)
+
+
+def _script_command(job, workflow, options: SubmitOptions, python: str) -> JobCommand:
+    """Run the rule's Python script with Snakemake's preamble, prepared here."""
+    path, source, language, is_local, _ = get_source(
+        job.rule.script, workflow.sourcecache, job.rule.basedir, job.wildcards, job.params)
+    if language != "python":
+        raise NeedsSnakemake(f"its script is {language}, which Snakemake runs with its own interpreter and preamble")
+    if not is_local:
+        raise NeedsSnakemake("its script comes from a URL, which Snakemake fetches")
+    if "tmpdir" in source:
+        raise NeedsSnakemake("its script uses the tmpdir resource, which must be the execute point's")
+    # The script as the job sees it: at its place relative to the working directory, which
+    # file transfer keeps in the sandbox (its path here means nothing on an execute point).
+    script = os.path.relpath(path.get_path_or_uri(secret_free=True), options.workdir)
+    preamble = PythonScript.generate_preamble(
+        path=LocalSourceFile(script), cache_path=None, source=source, basedir=job.rule.basedir,
+        # As Snakemake's local executor passes them (executors/local.py, job_args_and_prepare).
+        input_=job.input._plainstrings(), output=job.output._plainstrings(), params=job.params,
+        wildcards=job.wildcards, threads=job.threads, resources=job.resources, log=job.log._plainstrings(),
+        config=workflow.config, rulename=job.rule.name, conda_env=None, container_img=None,
+        singularity_args=None, env_modules=None, bench_record=None, jobid=job.jobid, bench_iteration=None,
+        cleanup_scripts=True, shadow_dir=None, is_local=True,
+        # Snakemake's get_preamble sets __file__ to the script's real path on this side; in the job
+        # the script is at its relative path.
+        preamble_addendum=f"__real_file__ = __file__; __file__ = {script!r};",
+    )
+    scripts_dir = paths.job_scripts_dir(options.workdir)
+    scripts_dir.mkdir(parents=True, exist_ok=True)
+    handle, prepared = tempfile.mkstemp(prefix=f"{job.rule.name}-", suffix=f".{path.get_filename()}", dir=scripts_dir)
+    with os.fdopen(handle, "w") as out:
+        out.write(preamble + source)  # as PythonScript.write_script
+    prepared = os.path.relpath(prepared, options.workdir)
+    command = f"{_making_directories(job)}{shlex.join([python, prepared])}"
+    return JobCommand(SCRIPT_SHELL, command, runs_snakemake=False,
+                      files=(prepared, *_sources_below(os.path.dirname(script), options.workflow_sources)),
+                      prepared_script=prepared)
+
+
+def _making_directories(job) -> str:
+    """`mkdir -p` of the directories of the job's outputs and logs, as its Snakemake would make them."""
+    directories = sorted({str(PurePosixPath(str(path)).parent) for path in [*job.output, *job.log]} - {"."})
+    return f"mkdir -p {shlex.join(directories)}; " if directories else ""
+
+
+def _sources_below(directory: str, sources) -> list[str]:
+    """The workflow sources in a script's directory: Snakemake ships that whole directory with the
+    script (dag.get_sources), and the preamble puts it on sys.path."""
+    return [source for source in sources if PurePosixPath(source).is_relative_to(directory)]

@@ -1,0 +1,3 @@
+from lineage_helper import write
+
+write(snakemake.output[0])
