@@ -141,6 +141,16 @@ def test_a_manual_site_is_waited_for_and_runs_once_brought_up_by_hand(tmp_path, 
 
 
 @pytest.mark.slow
+def test_a_manual_site_nobody_brings_up_times_out_and_its_job_moves_on(tmp_path, workdir, embedded_pool):
+    result = snakemake(workdir, environment(tmp_path, embedded_pool.spool_dir), "hop-run0-0.txt")
+    assert result.returncode == 0, result.stderr[-4000:]
+    # The same timeout (idle_timeout: 3s) and reroute as an annex that never comes up.
+    assert "annex htcannex-hand did not come up" in result.stderr and "Moved it to site a" in result.stderr
+    assert (workdir / "hop-run0-0.txt").read_text() == "on htcannex-a\n"
+    assert ledger_sites(workdir) == ["a"]
+
+
+@pytest.mark.slow
 def test_the_budget_refuses_the_annex_past_it_and_its_job_moves_to_one_already_paid_for(tmp_path, workdir,
                                                                                         embedded_pool):
     # One 1-cpu annex for 30 min is 0.5 core-hours: the budget pays for a's, not for b's as well.
