@@ -126,8 +126,8 @@ def _variants_for(seconds: float, epochs_per_chunk: int, config: dict, scratch: 
 def _make_data(config: dict, directory: Path) -> Path:
     from protein_lm.data import DataConfig, generate
 
-    simulated = directory / "simulated.tsv"
-    generate(DataConfig(**config["data"]), simulated, directory / "experimental.tsv", directory / "metadata.json")
+    simulated = directory / "simulated.npz"
+    generate(DataConfig(**config["data"]), simulated, directory / "experimental.npz", directory / "metadata.json")
     return simulated
 
 

@@ -19,7 +19,7 @@ TINY_DATA = {
     "seed": 7, "n_variants": 120, "n_experimental": 40, "max_mutations": 3, "library_sites": 10,
     "epistatic_pairs": 5, "noise": 0.1, "experimental_noise": 0.3, "epistasis_scale": 0.3, "hidden_fraction": 0.0,
     "val_fraction": 0.2,
-    "experimental_test_fraction": 0.5,
+    "experimental_test_fraction": 0.5, "synthetic_protein_lengths": [],
 }
 TINY_TRAIN = {
     "d_model": 16, "n_layers": 1, "n_heads": 2, "max_relative_distance": 8, "dropout": 0.1, "lr": 0.003,
@@ -30,7 +30,7 @@ TINY_TRAIN = {
 @pytest.fixture(scope="session")
 def tiny_data(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("data")
-    paths = {"simulated": root / "sim.tsv", "experimental": root / "exp.tsv", "metadata": root / "meta.json"}
+    paths = {"simulated": root / "sim.npz", "experimental": root / "exp.npz", "metadata": root / "meta.json"}
     generate(DataConfig(**TINY_DATA), paths["simulated"], paths["experimental"], paths["metadata"])
     return paths
 

@@ -135,6 +135,12 @@ def test_spearman_against_training_set_size_over_the_pinned_runs():
     assert [(row["method"], row["n_train"], row["fits"], row["mean_spearman"]) for row in rows] == [
         ("pretrained", 16, 2, pytest.approx(0.25)), ("ridge", 16, 2, pytest.approx(0.45))]
     assert rows[0]["ci95_low"] < 0.25 < rows[0]["ci95_high"]
+    # paired on the same draws: pretrained - ridge = -0.2, -0.2 (no spread: no CI)
+    assert rows[1]["pretrained_minus_mean"] == pytest.approx(-0.2) and rows[1]["pretrained_minus_ci95_low"] is None
+    results[0].finetune["sweep"][0]["spearman"] = 0.3  # now -0.1 and -0.2: two draws, a wide CI
+    ridge = finetune_size_rows(results)[1]
+    assert ridge["pretrained_minus_mean"] == pytest.approx(-0.15)
+    assert ridge["pretrained_minus_ci95_low"] < -0.15 < ridge["pretrained_minus_ci95_high"] < 0.6
 
 
 def test_sizes_whose_fits_have_no_spearman_are_kept_and_counted():

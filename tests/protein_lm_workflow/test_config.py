@@ -24,6 +24,7 @@ def test_shipped_config_is_valid(config):
     (lambda c: c["train"].update(lr=-1), "train.lr", "less than or equal to the minimum"),
     (lambda c: c["train"].update(lrr=0.1), "train", "'lrr' was unexpected"),
     (lambda c: c["sweep"].update(learning_rate={"list": [1]}), "sweep", "'learning_rate' is not one of"),
+    (lambda c: c["data"].update(synthetic_protein_lengths=[120, 2]), "data.synthetic_protein_lengths.1", "less than the minimum of 5"),
     (lambda c: c["sweep"].update(lr={"list": []}), "sweep.lr", "is not valid under any of the given schemas"),
     (lambda c: c.update(checkpoint_store="s3"), "checkpoint_store", "'s3' is not one of"),
     (lambda c: c["pretrain"].pop("chunks"), "pretrain", "'chunks' is a required property"),

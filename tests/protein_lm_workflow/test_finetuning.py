@@ -31,7 +31,7 @@ def test_phases_and_the_best_epoch(pretrained, tiny_data, monkeypatch):
     lowest validation MSE is the one kept (validation MSEs dictated here)."""
     state = checkpoint.load(pretrained)
     params = TrainParams.from_dict(state["params"])
-    train, val = draw(load_splits(tiny_data["experimental"], ("score",))["train"], None, 0, 0.2)
+    train, val = draw(load_splits(tiny_data["experimental"])["train"], None, 0, 0.2)
     device = configure(1)
     backbone = [name for name in state["model"] if not name.startswith("head.")]
     unchanged = lambda model: all(torch.equal(model.state_dict()[name], state["model"][name]) for name in backbone)  # noqa: E731

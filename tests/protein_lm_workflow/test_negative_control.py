@@ -44,8 +44,8 @@ def result(path: Path, data: Path, variant: str, seed: int) -> RunResult:
 
 
 def test_a_resume_bug_at_the_hop_is_not_equivalent(tiny_params, tmp_path, monkeypatch):
-    data = tmp_path / "simulated.tsv"
-    generate(DataConfig(**LEARNABLE), data, tmp_path / "experimental.tsv", tmp_path / "metadata.json")
+    data = tmp_path / "simulated.npz"
+    generate(DataConfig(**LEARNABLE), data, tmp_path / "experimental.npz", tmp_path / "metadata.json")
     settings = yaml.safe_load((WORKFLOW / "config" / "config.yaml").read_text())["compare"]
     margins = Margins(settings["margin"], settings["alpha"], settings["power"])
     results = []

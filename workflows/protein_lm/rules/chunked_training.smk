@@ -36,7 +36,7 @@ def _training_command(specs):
     )
 
 
-SIMULATED_SCORES = "results/data/SYNTHETIC_simulated_scores.tsv"
+SIMULATED_SCORES = "results/data/SYNTHETIC_simulated_scores.npz"
 _vars = _chunked_vars(config)
 config |= {
     "name": "protein_lm",

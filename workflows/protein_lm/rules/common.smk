@@ -13,7 +13,7 @@ for _run in RUNS.values():
 
 DATA = "results/data"
 SIMULATED = SIMULATED_SCORES
-EXPERIMENTAL = f"{DATA}/SYNTHETIC_experimental_scores.tsv"
+EXPERIMENTAL = f"{DATA}/SYNTHETIC_experimental_scores.npz"
 
 
 def seed_group(run):

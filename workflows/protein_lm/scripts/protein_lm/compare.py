@@ -219,26 +219,35 @@ def equivalence_rows(results: list[RunResult], checks: dict, margins: Margins) -
     return rows
 
 
+def mean_ci95(values: list[float]) -> dict:
+    """Mean, SD and the t-based 95% CI of the mean (None where fewer than two values or no spread)."""
+    row = {"mean": statistics.fmean(values) if values else None, "sd": None, "ci95_low": None, "ci95_high": None}
+    if len(values) > 1 and statistics.stdev(values) > 0:
+        ci = stats.ttest_1samp(values, 0.0).confidence_interval(0.95)
+        row |= {"sd": statistics.stdev(values), "ci95_low": float(ci.low), "ci95_high": float(ci.high)}
+    return row
+
+
 def finetune_size_rows(results: list[RunResult]) -> list[dict]:
     """Spearman against training-set size per method, over the pinned twins' fine-tuning sweeps
     (runs x replicates; the hopping twins fine-tune copies of the same question): mean with its
-    95% CI across those fits. A fit whose predictions were constant has no Spearman; `fits`
-    counts those that have one."""
-    values: dict[tuple[str, int], list[float]] = {}
+    95% CI across those fits, and for a baseline the paired difference pretrained - baseline on
+    the same draws (run and replicate), mean and 95% CI: "pretrained beats it" where the CI is
+    above 0. A fit whose predictions were constant has no Spearman; `fits` counts those that have one."""
+    values: dict[tuple[str, int], dict[tuple[str, int], float]] = {}
     for r in results:
         if r.variant == "baseline":
             for row in r.finetune.get("sweep", []):
-                found = values.setdefault((row["method"], row["n_train"]), [])
+                found = values.setdefault((row["method"], row["n_train"]), {})
                 if row["spearman"] is not None:
-                    found.append(row["spearman"])
+                    found[(r.run_id, row["replicate"])] = row["spearman"]
     rows = []
     for (method, size), found in sorted(values.items(), key=lambda item: (item[0][1], METHODS.index(item[0][0]))):
-        row = {"method": method, "n_train": size, "fits": len(found), "mean_spearman": statistics.fmean(found) if found else None,
-               "sd": None, "ci95_low": None, "ci95_high": None}
-        if len(found) > 1 and statistics.stdev(found) > 0:
-            ci = stats.ttest_1samp(found, 0.0).confidence_interval(0.95)
-            row |= {"sd": statistics.stdev(found), "ci95_low": float(ci.low), "ci95_high": float(ci.high)}
-        rows.append(row)
+        spread = mean_ci95(list(found.values()))
+        row = {"method": method, "n_train": size, "fits": len(found), "mean_spearman": spread.pop("mean"), **spread}
+        pretrained = values.get(("pretrained", size), {}) if method != "pretrained" else {}
+        paired = mean_ci95([pretrained[draw] - rho for draw, rho in found.items() if draw in pretrained])
+        rows.append(row | {f"pretrained_minus_{key}": value for key, value in paired.items() if key != "sd"})
     return rows
 
 

@@ -9,18 +9,19 @@ from scipy import stats
 
 from . import checkpoint
 from .config import TrainParams
-from .data import SCORE_TERMS, load_splits
+from .data import SCORE_TERMS, Proteins, Split, load_splits
 from .runtime import autocast, configure
-from .training import build_model
+from .training import build_model, inputs
 
 
 @torch.no_grad()
-def predict(model: torch.nn.Module, tokens: np.ndarray, device: torch.device, batch_size: int = 256) -> np.ndarray:
+def predict(model: torch.nn.Module, split: Split, device: torch.device, batch_size: int = 256) -> np.ndarray:
     model.eval()
     outputs = []
-    for start in range(0, len(tokens), batch_size):
+    for start in range(0, len(split), batch_size):
         with autocast(device):
-            outputs.append(model(torch.from_numpy(tokens[start:start + batch_size]).to(device)).float().cpu())
+            x = inputs(split, slice(start, start + batch_size))
+            outputs.append(model(*(part.to(device) for part in x)).float().cpu())
     return torch.cat(outputs).numpy()
 
 
@@ -30,9 +31,9 @@ def correlation(method, x: np.ndarray, y: np.ndarray) -> float | None:
     return None if math.isnan(value) else value
 
 
-def load_pretrained(path: Path, device: torch.device) -> tuple[dict, torch.nn.Module]:
+def load_pretrained(path: Path, proteins: Proteins, device: torch.device) -> tuple[dict, torch.nn.Module]:
     state = checkpoint.load(path)
-    model = build_model(TrainParams.from_dict(state["params"]), len(SCORE_TERMS), device)
+    model = build_model(TrainParams.from_dict(state["params"]), proteins, len(SCORE_TERMS), device)
     model.load_state_dict(state["model"])
     return state, model
 
@@ -42,9 +43,9 @@ def evaluate_checkpoint(path: Path, data: Path, threads: int) -> dict:
     with what the comparison needs of the checkpoint (its history and segments, a digest of its
     weights), so that compare reads no checkpoint."""
     device = configure(threads)
-    state, model = load_pretrained(path, device)
-    val = load_splits(data, SCORE_TERMS)["val"]
-    prediction = predict(model, val.tokens, device)
+    val = load_splits(data)["val"]
+    state, model = load_pretrained(path, val.proteins, device)
+    prediction = predict(model, val, device)
     return {
         "run": state["run_id"],
         "chunk": state["chunk"],

@@ -33,7 +33,7 @@ from .data import SCORE_TERMS, Split, load_splits
 from .evaluation import correlation, predict
 from .runtime import configure
 from .sequence import AMINO_ACIDS
-from .training import build_model, seed_everything, train_step, warmup_cosine
+from .training import build_model, inputs, seed_everything, train_step, warmup_cosine
 
 RIDGE_PENALTIES = tuple(10.0 ** k for k in range(-4, 2))
 METHODS = ("pretrained", "scratch", "ridge")
@@ -63,26 +63,25 @@ class FinetuneConfig:
 
 def draw(train: Split, size: int | None, replicate: int, val_fraction: float) -> tuple[Split, Split]:
     """Replicate `replicate` of `size` training variants (None: all), split into train and validation."""
-    available = len(train.tokens)
+    available = len(train)
     size = available if size is None else size
     if size > available:
         raise ConfigError(f"finetune.train_sizes: {size} exceeds the {available} experimental training variants; "
                           "lower it or raise data.n_experimental")
     chosen = np.random.default_rng([replicate, size]).permutation(available)[:size]
     n_val = max(1, round(size * val_fraction))
-    pick = lambda rows: Split(train.tokens[rows], train.targets[rows])  # noqa: E731
-    return pick(chosen[n_val:]), pick(chosen[:n_val])
+    return train.subset(chosen[n_val:]), train.subset(chosen[:n_val])
 
 
 def val_mse(model, val: Split, device) -> float:
-    return float(np.mean((predict(model, val.tokens, device) - val.targets) ** 2))
+    return float(np.mean((predict(model, val, device) - val.targets) ** 2))
 
 
 def fit(model, train: Split, val: Split, phases: list[tuple[int, list, float, bool]], cfg: FinetuneConfig, device) -> tuple[int, float]:
     """Train through `phases` of (epochs, parameters, lr, cosine decay); keep the weights of the
     epoch with the lowest validation MSE. Returns (that epoch, its MSE)."""
-    tokens, targets = torch.from_numpy(train.tokens), torch.from_numpy(train.targets)
-    steps_per_epoch = math.ceil(len(tokens) / cfg.batch_size)
+    targets = torch.from_numpy(train.targets)
+    steps_per_epoch = math.ceil(len(train) / cfg.batch_size)
     best = (0, math.inf, None)  # the untrained head predicts a constant: never a candidate
     epoch = 0
     for epochs, parameters, lr, decay in phases:
@@ -99,10 +98,10 @@ def fit(model, train: Split, val: Split, phases: list[tuple[int, list, float, bo
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
         for _ in range(epochs):
             model.train()
-            order = torch.randperm(len(tokens))
-            for start in range(0, len(tokens), cfg.batch_size):
+            order = torch.randperm(len(train))
+            for start in range(0, len(train), cfg.batch_size):
                 batch = order[start:start + cfg.batch_size]
-                train_step(model, optimizer, tokens[batch], targets[batch], device, cfg.grad_clip)
+                train_step(model, optimizer, inputs(train, batch.numpy()), targets[batch], device, cfg.grad_clip)
                 scheduler.step()
             epoch += 1
             mse = val_mse(model, val, device)
@@ -113,7 +112,7 @@ def fit(model, train: Split, val: Split, phases: list[tuple[int, list, float, bo
 
 
 def transfer(state: dict, params: TrainParams, train: Split, val: Split, cfg: FinetuneConfig, device) -> tuple[torch.nn.Module, int, float]:
-    model = build_model(params, len(SCORE_TERMS), device)
+    model = build_model(params, train.proteins, len(SCORE_TERMS), device)
     model.load_state_dict(state["model"])
     model.replace_head(1, cfg.dropout)
     model.to(device)
@@ -123,28 +122,29 @@ def transfer(state: dict, params: TrainParams, train: Split, val: Split, cfg: Fi
 
 
 def scratch(params: TrainParams, train: Split, val: Split, cfg: FinetuneConfig, device) -> tuple[torch.nn.Module, int, float]:
-    model = build_model(params, 1, device)
+    model = build_model(params, train.proteins, 1, device)
     model.replace_head(1, cfg.dropout)
     model.to(device)
     phases = [(cfg.head_epochs + cfg.epochs, list(model.parameters()), cfg.lr, True)]
     return (model, *fit(model, train, val, phases, cfg, device))
 
 
-def one_hot(tokens: np.ndarray) -> np.ndarray:
+def one_hot(split: Split) -> np.ndarray:
+    tokens, _ = split.batch()
     return np.eye(len(AMINO_ACIDS), dtype=np.float64)[tokens].reshape(len(tokens), -1)
 
 
 def ridge(train: Split, val: Split, test: Split) -> tuple[np.ndarray, float, float]:
     """Predictions on `test` of one-hot ridge, the penalty chosen on `val`; (predictions, penalty, val MSE)."""
-    x, y = one_hot(train.tokens), train.targets[:, 0].astype(np.float64)
+    x, y = one_hot(train), train.targets[:, 0].astype(np.float64)
     offset = y.mean()  # fit_regularized penalises every coefficient: centre instead of an intercept
     best = None
     for penalty in RIDGE_PENALTIES:
         coefficients = OLS(y - offset, x).fit_regularized(alpha=penalty, L1_wt=0.0).params
-        mse = float(np.mean((one_hot(val.tokens) @ coefficients + offset - val.targets[:, 0]) ** 2))
+        mse = float(np.mean((one_hot(val) @ coefficients + offset - val.targets[:, 0]) ** 2))
         if best is None or mse < best[2]:
             best = (coefficients, penalty, mse)
-    return one_hot(test.tokens) @ best[0] + offset, best[1], best[2]
+    return one_hot(test) @ best[0] + offset, best[1], best[2]
 
 
 def finetune(pretrained: Path, experimental: Path, cfg: FinetuneConfig, threads: int) -> dict:
@@ -153,18 +153,18 @@ def finetune(pretrained: Path, experimental: Path, cfg: FinetuneConfig, threads:
     device = configure(threads)
     state = checkpoint.load(pretrained)
     params = TrainParams.from_dict(state["params"])
-    splits = load_splits(experimental, ("score",))
+    splits = load_splits(experimental)
     test = splits["test"]
     rows = []
     for size in sorted(cfg.train_sizes) or [None]:
         for replicate in range(cfg.replicates):
             train, val = draw(splits["train"], size, replicate, cfg.val_fraction)
-            where = {"n_train": len(train.tokens) + len(val.tokens), "replicate": replicate}
+            where = {"n_train": len(train) + len(val), "replicate": replicate}
             for method in ("pretrained", "scratch") if cfg.baselines else ("pretrained",):
                 seed_everything(params.seed + replicate)
                 model, epoch, mse = (transfer(state, params, train, val, cfg, device) if method == "pretrained"
                                      else scratch(params, train, val, cfg, device))
-                prediction = predict(model, test.tokens, device)[:, 0]
+                prediction = predict(model, test, device)[:, 0]
                 rows.append(where | {"method": method, "best_epoch": epoch, "val_mse": mse,
                                      "spearman": correlation(stats.spearmanr, prediction, test.targets[:, 0])})
             if cfg.baselines:
@@ -177,7 +177,7 @@ def finetune(pretrained: Path, experimental: Path, cfg: FinetuneConfig, threads:
         "pretrained_epochs": state["position"]["epoch"],
         "protocol": asdict(cfg),
         "n_train": headline["n_train"],
-        "n_test": len(test.tokens),
+        "n_test": len(test),
         "best_epoch": headline["best_epoch"],
         "spearman": headline["spearman"],
         "sweep": rows,

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = yaml.safe_load(args.config.read_text())
     args.workdir.mkdir(parents=True, exist_ok=True)
-    simulated, experimental = args.workdir / "simulated.tsv", args.workdir / "experimental.tsv"
+    simulated, experimental = args.workdir / "simulated.npz", args.workdir / "experimental.npz"
     generate(DataConfig(**config["data"]), simulated, experimental, args.workdir / "metadata.json")
     chunks, per_job = config["pretrain"]["chunks"], config["pretrain"]["epochs_per_job"]
     tune = FinetuneConfig.from_dict(config["finetune"])

@@ -24,10 +24,9 @@ from torch.nn import functional as F
 from . import checkpoint
 from .checkpoint import CheckpointError
 from .config import TrainParams
-from .data import SCORE_TERMS, load_splits
+from .data import Proteins, Split, load_splits
 from .model import ModelConfig, ProteinRegressor
 from .runtime import autocast, configure, hardware
-from .sequence import AVGFP
 from .job_environment import current_host, provenance
 
 log = logging.getLogger(__name__)
@@ -72,9 +71,9 @@ class Outcome(enum.Enum):
     CHECKPOINTED = "checkpointed"  # resumable file saved, job should stop and be restarted
 
 
-def build_model(params: TrainParams, n_outputs: int, device: torch.device) -> ProteinRegressor:
+def build_model(params: TrainParams, proteins: Proteins, n_outputs: int, device: torch.device) -> ProteinRegressor:
     cfg = ModelConfig(
-        wild_type=AVGFP, n_outputs=n_outputs, d_model=params.d_model, n_layers=params.n_layers,
+        proteins=proteins, n_outputs=n_outputs, d_model=params.d_model, n_layers=params.n_layers,
         n_heads=params.n_heads, max_relative_distance=params.max_relative_distance, dropout=params.dropout,
     )
     return ProteinRegressor(cfg).to(device)
@@ -138,10 +137,15 @@ def resume_bug() -> str | None:
     return value
 
 
-def train_step(model, optimizer, x: torch.Tensor, y: torch.Tensor, device: torch.device, grad_clip: float) -> float:
-    """One optimizer step on a batch; returns the batch's mean squared error."""
+def inputs(split: Split, rows) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's inputs for some rows of a split: sequences and protein indices."""
+    return tuple(torch.from_numpy(array) for array in split.batch(rows))
+
+
+def train_step(model, optimizer, x: tuple[torch.Tensor, torch.Tensor], y: torch.Tensor, device: torch.device, grad_clip: float) -> float:
+    """One optimizer step on a batch (`inputs`); returns the batch's mean squared error."""
     with autocast(device):
-        prediction = model(x.to(device))
+        prediction = model(*(part.to(device) for part in x))
     loss = F.mse_loss(prediction.float(), y.to(device))
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -152,14 +156,14 @@ def train_step(model, optimizer, x: torch.Tensor, y: torch.Tensor, device: torch
 
 def train_chunk(job: ChunkJob) -> Outcome:
     device = configure(job.threads)
-    train = load_splits(job.data, SCORE_TERMS)["train"]
-    tokens, targets = torch.from_numpy(train.tokens), torch.from_numpy(train.targets)
+    train = load_splits(job.data)["train"]
+    targets = torch.from_numpy(train.targets)
     batch_size = job.params.batch_size
-    steps_per_epoch = math.ceil(len(tokens) / batch_size)
+    steps_per_epoch = math.ceil(len(train) / batch_size)
     end_epoch = min(job.chunk * job.epochs_per_job, job.total_epochs)
 
     state = read_state(job)
-    model = build_model(job.params, len(SCORE_TERMS), device)
+    model = build_model(job.params, train.proteins, targets.shape[1], device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=job.params.lr, weight_decay=job.params.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, warmup_cosine(steps_per_epoch * job.total_epochs, job.params.warmup_fraction)
@@ -196,12 +200,12 @@ def train_chunk(job: ChunkJob) -> Outcome:
         # The sampler's state is the one at the start of this epoch, so a resumed epoch
         # draws the same order; every other RNG is restored just before the first batch.
         sampler.set_state(position["sampler"])
-        order = torch.randperm(len(tokens), generator=sampler)
+        order = torch.randperm(len(train), generator=sampler)
         checkpoint.restore_rng(rng)
         epoch_started, due = time.perf_counter(), False
         for step in range(position["step"], steps_per_epoch):
             batch = order[step * batch_size:(step + 1) * batch_size]
-            loss = train_step(model, optimizer, tokens[batch], targets[batch], device, job.params.grad_clip)
+            loss = train_step(model, optimizer, inputs(train, batch.numpy()), targets[batch], device, job.params.grad_clip)
             scheduler.step()
             partial["loss_sum"] += loss * len(batch)
             partial["samples"] += len(batch)
