@@ -82,6 +82,10 @@ class AnnexLedger:
                 f"(deleting resets the budget guard)."
             ) from error
 
+    def spent_core_hours(self) -> float:
+        """What every annex requested from this working directory so far costs, against the budget."""
+        return sum(request.core_hours for request in self.requests())
+
     def add(self, request: LedgerEntry) -> None:
         entries = [asdict(r) for r in self.requests()] + [asdict(request)]
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,7 +108,7 @@ def check_guards(guards: AnnexGuards, requests: list[LedgerEntry], site: Site, n
         raise GuardRefusal(
             f"{len(live)} annexes are live, the limit is max_annexes={guards.max_annexes}"
         )
-    spent = sum(r.core_hours for r in requests)
+    spent = sum(r.core_hours for r in requests)  # the ledger as of this poll (AnnexManager._look)
     wanted = site.annex_core_hours
     if spent + wanted > guards.core_hour_budget:
         raise GuardRefusal(

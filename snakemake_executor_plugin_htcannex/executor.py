@@ -467,7 +467,7 @@ class Executor(RemoteExecutor):
         jobs = [(job.name, wildcards_of(job), job.resources, job.threads)
                 for job in self.workflow.dag.needrun_jobs() if not job.is_group()]
         try:
-            plan = plan_report(self._runtime.config, jobs)
+            plan = plan_report(self._runtime.config, jobs, self._runtime.annexes.ledger.spent_core_hours())
         except RotationError as error:
             raise WorkflowError(str(error)) from error
         if plan:

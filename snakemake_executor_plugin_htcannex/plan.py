@@ -72,13 +72,14 @@ def plan_jobs(catalogue: Catalogue, jobs: Iterable[tuple[str, Mapping, Mapping, 
     return planned
 
 
-def plan_report(catalogue: Catalogue, jobs: Iterable[tuple[str, Mapping, Mapping, int]]) -> str:
-    """The whole plan with its heading; "" when no job of a rotated rule is among the jobs."""
+def plan_report(catalogue: Catalogue, jobs: Iterable[tuple[str, Mapping, Mapping, int]], spent: float = 0.0) -> str:
+    """The whole plan with its heading; "" when no job of a rotated rule is among the jobs. `spent`:
+    the core-hours this working directory's annex requests already cost (annex.AnnexLedger)."""
     planned = plan_jobs(catalogue, jobs)
     if not planned:
         return ""
     return "\n\n".join([HEADING + "\n" + render_tables(catalogue.rotation, planned),
-                        render_budget(catalogue, planned)])
+                        render_budget(catalogue, planned, spent)])
 
 
 def render_tables(rotation: Rotation, planned: list[PlannedJob]) -> str:
@@ -117,9 +118,10 @@ def _notes(jobs: list[PlannedJob]) -> list[str]:
     return [f"  {mark} run/chunk {', '.join(where)}: {reason}" for (mark, reason), where in by_reason.items()]
 
 
-def render_budget(catalogue: Catalogue, planned: list[PlannedJob]) -> str:
+def render_budget(catalogue: Catalogue, planned: list[PlannedJob], spent: float) -> str:
     """Per site: jobs placed, their runtime against the annex lifetime, the annexes and the core-
-    and GPU-hours that implies; then the requested annexes' total against core_hour_budget."""
+    and GPU-hours that implies; then the requested annexes' total, with what was spent already,
+    against core_hour_budget."""
     by_site: dict[str, list[PlannedJob]] = {}
     for job in planned:
         if job.decision is not None and job.decision.site is not None:
@@ -140,7 +142,9 @@ def render_budget(catalogue: Catalogue, planned: list[PlannedJob]) -> str:
     budget = catalogue.annex.core_hour_budget
     verdict = (f"{charged_core:g} core-hours ({charged_gpu:g} GPU-hours) of annexes htcannex requests, "
                f"core_hour_budget {budget:g}")
-    if charged_core > budget:
+    if spent:
+        verdict += f" ({spent:g} spent already from this directory)"
+    if charged_core + spent > budget:
         verdict += (": OVER BUDGET. Annexes past the budget are not requested; their jobs wait idle_timeout "
                     "and move to the next site of their rotation. Fix: raise annex.core_hour_budget, shorten "
                     "lifetimes, or plan fewer chunks")

@@ -30,6 +30,8 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 
+from snakemake_executor_plugin_htcannex import paths
+from snakemake_executor_plugin_htcannex.annex import AnnexLedger
 from snakemake_executor_plugin_htcannex.catalogue import HtcannexConfigError, load_catalogue
 from snakemake_executor_plugin_htcannex.plan import plan_report
 from snakemake_executor_plugin_htcannex.rotation import RotationError
@@ -94,8 +96,10 @@ class LogHandler(LogHandlerBase):
         if self.catalogue is not None and not self.failed and not self.reported:
             self.reported = True
             try:
-                report = plan_report(self.catalogue, self.jobs)
-            except RotationError as error:
+                # Snakemake runs in its working directory by now: the run's own annex ledger.
+                spent = AnnexLedger(paths.annex_ledger(Path.cwd())).spent_core_hours()
+                report = plan_report(self.catalogue, self.jobs, spent)
+            except (RotationError, RuntimeError) as error:  # RuntimeError: a malformed ledger, named
                 report = f"htcannex plan: {error}"
             if report:
                 # Where Snakemake's own console output of this run went (stdout in a dry run).

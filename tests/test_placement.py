@@ -92,3 +92,12 @@ def test_a_runtime_no_duration_category_allows_is_impossible_in_the_plan(catalog
     text = plan_report(catalogue, jobs)
     assert text.splitlines()[3].split() == ["0", "!", "gpu*"]
     assert "! run/chunk 0/0: rule train_chunk: resources.runtime" in text and "JobDurationCategory Long" in text
+
+
+def test_the_budget_counts_what_this_directory_already_spent(catalogue):
+    jobs = [("train_chunk", chunk(0, 0), {"runtime": 30}, 1)]  # a: one annex, 2 core-hours of 5
+    assert plan_report(catalogue, jobs).endswith("core_hour_budget 5")
+    assert plan_report(catalogue, jobs, spent=4).endswith(
+        "core_hour_budget 5 (4 spent already from this directory): OVER BUDGET. Annexes past the budget are not "
+        "requested; their jobs wait idle_timeout and move to the next site of their rotation. Fix: raise "
+        "annex.core_hour_budget, shorten lifetimes, or plan fewer chunks")

@@ -170,3 +170,6 @@ def test_the_budget_refuses_the_annex_past_it_and_its_job_moves_to_one_already_p
     assert f"Moved it to site {paid}" in result.stderr
     assert {(workdir / target).read_text() for target in targets} == {f"on htcannex-{paid}\n"}
     assert {annex["name"] for annex in embedded_pool.annexes()} == {f"htcannex-{paid}"}
+    # The next plan counts what this directory already spent.
+    again = snakemake(workdir, env, "-n", "--forceall", "chunk-run0-0.txt")
+    assert "core_hour_budget 0.5 (0.5 spent already from this directory): OVER BUDGET" in again.stdout

@@ -38,7 +38,10 @@ def plan(args) -> int:
     if not snakefile.is_file():
         raise UsageError(f"no Snakefile at {snakefile}: run this where the workflow's Snakefile is, "
                          "or name it with -s PATH")
-    report = plan_report(catalogue, needed_jobs(snakefile, Path.cwd()))
+    from ..annex import AnnexLedger
+
+    report = plan_report(catalogue, needed_jobs(snakefile, Path.cwd()),
+                         AnnexLedger(paths.annex_ledger()).spent_core_hours())
     print(report or "nothing to place: no job of a rotated rule needs to run "
           f"(rotated rules: {', '.join(catalogue.rotation.rules) or 'none'})")
     return 0
