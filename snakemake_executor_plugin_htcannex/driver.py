@@ -11,12 +11,19 @@ the schedd marks it idle on start-up and runs it anew).
 Local universe, not the scheduler universe (DAGMan's): HTCondor's manual calls
 local the better choice for jobs that must run on the submit host and says the
 scheduler universe may be retired; a local-universe job has a condor_starter,
-so the job policy (`on_exit_remove`), `remove_kill_sig` and the
+so the job policy (`on_exit_remove`), the kill signals and the
 kill of the job's whole process tree on removal hold for it as for any job.
 
 The restart policy, in HTCondor's terms:
-- an access-point restart evicts the driver (its starter kills it) and the
-  schedd runs it again: no policy needed;
+- an access-point restart evicts the driver and the schedd runs it again. A
+  schedd shutting down asks the local starter for a graceful shutdown, and
+  the starter sends the job its `remove_kill_sig` when the job sets one, else
+  its `kill_sig` (25.x src/condor_starter.V6.1/os_proc.cpp, ShutdownGraceful;
+  schedd.cpp sends the local starter DC_SIGSOFTKILL). The driver sets
+  `kill_sig = SIGKILL` and no `remove_kill_sig`: on a real 25.14.0 pool the
+  driver with `remove_kill_sig = SIGINT` took a schedd shutdown for Ctrl-C and
+  removed every job it had submitted; killed, it leaves them running (on their
+  execute points, reconnected by the schedd) and the next start adopts them;
 - a driver killed by a signal (a crash, the OOM killer, `kill -9`) exits by
   signal: `on_exit_remove = ExitBySignal =!= true` keeps it in the queue, so it
   runs again. A driver that exits by itself (0: the workflow is done; 1: it
@@ -30,8 +37,9 @@ The restart policy, in HTCondor's terms:
   `--rerun-incomplete`, so the executor adopts jobs still queued and jobs that
   completed meanwhile: nothing is submitted twice, nothing lost.
 
-`htcannex stop` removes the driver with `remove_kill_sig = SIGINT`: Snakemake
-gets what Ctrl-C gives it, cancels its jobs and exits.
+`htcannex stop` removes the driver: HTCondor sends it SIGTERM (`remove_kill_sig`'s
+default), on which Snakemake submits nothing more and waits for its running
+jobs; `stop` removes those jobs, so Snakemake exits (commands/stop.py).
 """
 import json
 import signal
@@ -56,9 +64,13 @@ RECORD = "driver.json"  # which schedd holds the driver, for `htcannex stop`
 # Job ad attribute naming the working directory a driver runs Snakemake in.
 DRIVER_ATTRIBUTE = "HtcannexDriver"
 DEFAULT_MAX_STARTS = 10
-# Seconds between the remove signal (SIGINT: Snakemake cancels its jobs) and SIGKILL.
+# Seconds between the remove signal (SIGTERM: Snakemake waits for its jobs, which `stop` removes) and SIGKILL.
 CANCEL_GRACE_S = 60
 NOTIFICATIONS = ("never", "error", "complete", "always")
+# The driver's request_memory. The local universe enforces none, but an access point's
+# SYSTEM_PERIODIC_HOLD on MemoryUsage > RequestMemory judges it too: a tiny workflow's
+# Snakemake used 143 MB against the default 128 and was held (26/0) on a real 25.14.0 pool.
+DEFAULT_MEMORY = "1GB"
 QUEUED = f"JobStatus =!= {int(JobStatus.REMOVED)} && JobStatus =!= {int(JobStatus.COMPLETED)}"
 
 
@@ -80,13 +92,17 @@ def drivers_in_queue(schedd, workdir: Path) -> list:
     return schedd.query(driver_constraint(workdir), ["ClusterId", "ProcId", "JobStatus"])
 
 
+def record_path(workdir: Path) -> Path:
+    return driver_dir(workdir) / RECORD
+
+
 def write_record(workdir: Path, *, job: str, target: str, pool_dir: Optional[Path]) -> None:
     record = {"job": job, "schedd": target, "pool_dir": str(pool_dir) if pool_dir else None}
-    (driver_dir(workdir) / RECORD).write_text(json.dumps(record) + "\n")
+    record_path(workdir).write_text(json.dumps(record) + "\n")
 
 
 def read_record(workdir: Path) -> Optional[dict]:
-    path = driver_dir(workdir) / RECORD
+    path = record_path(workdir)
     return json.loads(path.read_text()) if path.is_file() else None
 
 
@@ -111,7 +127,8 @@ def environment_matchlist(environment: dict) -> tuple[str, list[str]]:
 
 def submit_description(*, python: str, iwd: Path, workdir: Path, snakemake_args: list[str],
                        environment: dict, notification: str = "never", notify_user: Optional[str] = None,
-                       max_starts: int = DEFAULT_MAX_STARTS) -> tuple[htcondor2.Submit, list[str]]:
+                       max_starts: int = DEFAULT_MAX_STARTS,
+                       request_memory: str = DEFAULT_MEMORY) -> tuple[htcondor2.Submit, list[str]]:
     """(the driver's submit description, the environment variables withheld from it)."""
     files = driver_dir(workdir)
     getenv, withheld = environment_matchlist(environment)
@@ -127,8 +144,9 @@ def submit_description(*, python: str, iwd: Path, workdir: Path, snakemake_args:
         "output": _submit_text("working directory", str(files / STDOUT)),
         "error": _submit_text("working directory", str(files / STDERR)),
         "getenv": getenv,
+        "request_memory": _submit_text("--request-memory", request_memory),
         "on_exit_remove": "ExitBySignal =!= true",
-        "remove_kill_sig": signal.Signals.SIGINT.name,
+        "kill_sig": signal.Signals.SIGKILL.name,
         "job_max_vacate_time": str(CANCEL_GRACE_S),
         "notification": notification,
         "batch_name": _submit_text("working directory", f"htcannex-driver-{workdir.name}"),

@@ -15,7 +15,7 @@ docs/operations.md tells a user to after a `kill -9`:
   that is still queued or completed meanwhile instead of submitting it again.
 
 The process then becomes Snakemake (exec), so the signals HTCondor sends the job
-(SIGINT on `htcannex stop`, SIGTERM/SIGKILL on an eviction) reach Snakemake.
+(SIGTERM on removal, SIGKILL on a schedd shutdown or a vacate: driver.py) reach Snakemake.
 """
 import argparse
 import os

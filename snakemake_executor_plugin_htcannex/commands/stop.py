@@ -1,10 +1,12 @@
 """`htcannex stop`: end the driver `htcannex submit` started, and its jobs (Ctrl-C, from anywhere).
 
-The driver is removed from the queue; HTCondor sends Snakemake SIGINT
-(`remove_kill_sig`), and Snakemake does what it does on Ctrl-C: it removes the
-jobs it submitted and exits. Jobs of this directory still queued once the driver
-is gone (it was idle or held, or was killed before it could cancel) are removed
-here, unless a Snakemake outside HTCondor drives this directory now.
+The driver is removed from the queue; HTCondor sends Snakemake SIGTERM (the
+default `remove_kill_sig`: the driver sets none, driver.py says why), on which
+Snakemake submits nothing more and waits for its running jobs. While the driver
+is in the queue, `stop` removes the jobs of its directory, so Snakemake sees them
+end and exits. Jobs of this directory still queued once the driver is gone (it
+was idle or held) are removed too, unless a Snakemake outside HTCondor drives
+this directory now.
 """
 import time
 from pathlib import Path
@@ -37,18 +39,26 @@ def stop(args) -> int:
         raise UsageError(f"the driver of {workdir} was submitted to this access point's schedd, which cannot "
                          f"be reached now: {error}") from error
     queued = drivers_in_queue(schedd, workdir)
+    removed = []
     if queued:
         drivers = _job_ids(queued)
         to_remove = _job_ids(ad for ad in queued if ad["JobStatus"] != JobStatus.REMOVED)
         if to_remove:
             schedd.act(htcondor2.JobAction.Remove, to_remove, reason=REASON)
-        print(f"removing driver {', '.join(drivers)}: Snakemake cancels its jobs (Ctrl-C) and exits")
+        print(f"removing driver {', '.join(drivers)}: Snakemake submits nothing more, and its jobs are removed")
         deadline = time.time() + args.timeout
         while drivers_in_queue(schedd, workdir):
+            # Until Snakemake has taken the SIGTERM, a removed job may be retried: removed in turn.
+            jobs = _job_ids(schedd.query(run_jobs_constraint(workdir), ["ClusterId", "ProcId"]))
+            if jobs:
+                schedd.act(htcondor2.JobAction.Remove, jobs, reason=REASON)
+                removed += jobs
             if time.time() > deadline:
                 raise UsageError(f"driver {', '.join(drivers)} is still in the queue after {args.timeout:.0f} s; "
                                  "look at it with condor_q / htcannex status, and run htcannex stop again")
             time.sleep(0.5)
+        if removed:
+            print(f"removed the driver's {len(removed)} job(s): {', '.join(removed)}")
     else:
         print(f"no driver is queued for {workdir} (job {record['job']} has ended)")
     leftovers = _job_ids(schedd.query(run_jobs_constraint(workdir), ["ClusterId", "ProcId"]))
@@ -70,5 +80,5 @@ def register(nouns) -> None:
     parser.add_argument("--directory", "-d", default=".", help="the run's working directory (default: here)")
     parser.add_argument("--timeout", type=float, default=CANCEL_GRACE_S + 30,
                         help="seconds to wait for the driver to leave the queue "
-                             f"(default {CANCEL_GRACE_S + 30}: Snakemake's grace to cancel its jobs, and more)")
+                             f"(default {CANCEL_GRACE_S + 30}: Snakemake's grace before SIGKILL, and more)")
     parser.set_defaults(func=stop)

@@ -1,6 +1,6 @@
 """`htcannex submit [SNAKEMAKE ARGS]`: run Snakemake as an HTCondor job and walk away (see driver.py)."""
-import getpass
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -9,15 +9,18 @@ from htcondor_codes import JobStatus
 
 from htcannex_pool import DEFAULT_SPOOL
 
-from .. import paths
+from .. import driver_job, job_owner, paths
 from ..catalogue import HtcannexConfigError, load_catalogue
-from ..driver import (DEFAULT_MAX_STARTS, NOTIFICATIONS, STDERR, DriverError, drivers_in_queue,
-                      submit_description, write_record)
+from ..driver import (DEFAULT_MAX_STARTS, DEFAULT_MEMORY, NOTIFICATIONS, STDERR, DriverError, drivers_in_queue,
+                      record_path, submit_description, write_record)
+from ..job_owner import JobOwner
 from ..schedd import DEFAULT, EMBEDDED, ScheddNotFound, connect
 from ..secrets import withheld_warning
 from ._common import UsageError
 
 SNAKEMAKE_LOCKS = Path(".snakemake") / "locks"
+# What the driver's Python must import: driver_job, which runs Snakemake with the htcannex executor.
+PYTHON_PROBE = f"import snakemake, {driver_job.__name__} as job; print(job.__file__)"
 
 
 def snakemake_settings(snakemake_args: list[str]):
@@ -74,16 +77,69 @@ def annex_mode_warning(settings, catalogue) -> str | None:
             "them by hand (htcannex annex create)")
 
 
-def check_writable(workdir: Path) -> None:
-    """The driver runs as the job owner (you) in `workdir` and writes Snakemake's lock and
-    metadata and its own logs there."""
+def check_writable(workdir: Path, owner: JobOwner) -> None:
+    """The driver runs as the job's owner in `workdir` and writes Snakemake's lock and metadata and
+    its own logs there; HTCondor writes the driver's event log and output there as that user too."""
     for path in (workdir, workdir / ".snakemake", paths.state_dir(workdir), paths.driver_dir(workdir)):
-        if path.exists() and not os.access(path, os.W_OK | os.X_OK):
-            raise UsageError(f"{path} is not writable by {getpass.getuser()}, the driver job's owner: the driver "
-                             "writes Snakemake's lock and metadata and its logs there. Make it writable "
-                             "(chmod u+w) or run in a directory you can write (cd there, or -d DIR)")
-    if not workdir.is_dir():
-        raise UsageError(f"working directory {workdir} does not exist")
+        if path.exists() and not owner.can_write(path):
+            raise UsageError(f"{path} is not writable by {owner.name}, the driver job's owner: the driver "
+                             "writes Snakemake's lock and metadata and its logs there, as that user. Make it "
+                             f"writable for {owner.name} (chmod, chown) or run in a directory {owner.name} can "
+                             "write (cd there, or -d DIR)")
+
+
+def pythons_on_path(path: str) -> list[str]:
+    """Every `python3` and `python` on `path`, in its order."""
+    found = (Path(directory) / name for directory in path.split(os.pathsep) if directory
+             for name in ("python3", "python"))
+    return [str(python) for python in found if python.is_file() and os.access(python, os.X_OK)]
+
+
+def probe_python(owner: JobOwner, python: str, workdir: Path) -> tuple[str | None, str]:
+    """(the htcannex `python` imports when `owner` runs it here, None if it fails; why it fails)."""
+    try:
+        result = owner.run([python, "-c", PYTHON_PROBE], cwd=workdir, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, str(error)
+    if result.returncode != 0:
+        lines = result.stderr.strip().splitlines()
+        return None, lines[-1] if lines else f"exit status {result.returncode}"
+    return result.stdout.strip(), ""
+
+
+def driver_python(owner: JobOwner, requested: str | None, workdir: Path) -> str:
+    """The Python the driver runs: it must start, as the job's owner, with Snakemake and htcannex.
+
+    This one, when you are the owner; else (as root) the first that works for the owner of
+    `requested`, this one, and the `python3`/`python` on PATH (the driver's PATH is yours).
+    """
+    if requested is None and owner.is_me:
+        return sys.executable
+    refused = []
+    for python in dict.fromkeys([requested] if requested else [sys.executable, *pythons_on_path(os.environ["PATH"])]):
+        imported, why = probe_python(owner, python, workdir)
+        if imported is None:
+            refused.append(f"  {python}: {why}")
+            continue
+        if python != sys.executable and not requested:
+            print(f"htcannex submit: the driver runs as {owner.name}, who cannot run this Python "
+                  f"({sys.executable}): it runs {python} instead (--python to choose)", file=sys.stderr)
+        if Path(imported).resolve() != Path(driver_job.__file__).resolve():
+            print(f"htcannex submit: {python} runs the htcannex in {Path(imported).parent}, not this one "
+                  f"({Path(driver_job.__file__).parent})", file=sys.stderr)
+        return python
+    raise UsageError(f"the driver job runs as {owner.name} (its Owner on this schedd), who can run no Python "
+                     "with snakemake and htcannex here:\n" + "\n".join(refused) + "\nFix: --python PATH to a "
+                     f"Python with both that {owner.name} can run (a virtual environment in a directory "
+                     f"{owner.name} can read), or submit as {owner.name}")
+
+
+def make_driver_dir(workdir: Path, owner: JobOwner) -> None:
+    """The driver's directory, which HTCondor and the driver write as the job's owner."""
+    for directory in (paths.state_dir(workdir), paths.driver_dir(workdir)):
+        if not directory.is_dir():
+            directory.mkdir()
+            owner.give(directory)
 
 
 def check_not_running(schedd, workdir: Path) -> None:
@@ -108,7 +164,8 @@ def submit(args) -> int:
     settings = snakemake_settings(snakemake_args)
     iwd = Path.cwd()
     workdir = Path(settings.directory or iwd).resolve()
-    check_writable(workdir)
+    if not workdir.is_dir():
+        raise UsageError(f"working directory {workdir} does not exist")
     catalogue = catalogue_of(settings)
     target = driver_target(args, settings, catalogue)
     pool_dir = args.pool_dir or setting(settings, "htcannex_pool_dir") or os.environ.get("HTCANNEX_POOL_DIR")
@@ -117,11 +174,14 @@ def submit(args) -> int:
     try:
         schedd = connect(target, pool_dir if target == EMBEDDED else None).schedd
         check_not_running(schedd, workdir)
+        # The embedded pool runs every job as this user.
+        owner = job_owner.me() if target == EMBEDDED else job_owner.ask_schedd(schedd)
+        check_writable(workdir, owner)
         description, withheld = submit_description(
-            python=sys.executable, iwd=iwd, workdir=workdir, snakemake_args=snakemake_args,
-            environment=dict(os.environ), notification=args.notification, notify_user=args.notify_user,
-            max_starts=args.max_starts)
-        paths.driver_dir(workdir).mkdir(parents=True, exist_ok=True)
+            python=driver_python(owner, args.python, workdir), iwd=iwd, workdir=workdir,
+            snakemake_args=snakemake_args, environment=dict(os.environ), notification=args.notification,
+            notify_user=args.notify_user, max_starts=args.max_starts, request_memory=args.request_memory)
+        make_driver_dir(workdir, owner)
         job = f"{schedd.submit(description).cluster()}.0"
     except DriverError as error:
         raise UsageError(str(error)) from error
@@ -130,12 +190,13 @@ def submit(args) -> int:
                          "access point (where condor_q works), or use the embedded pool (`pool: local` in "
                          "htcannex.yaml)") from error
     write_record(workdir, job=job, target=target, pool_dir=pool_dir if target == EMBEDDED else None)
+    owner.give(record_path(workdir))
     for warning in (withheld_warning(withheld) if withheld else None, annex_mode_warning(settings, catalogue)):
         if warning:
             print(f"htcannex submit: {warning}", file=sys.stderr)
     files = paths.driver_dir(workdir)
     where = "the embedded pool" if target == EMBEDDED else "local universe"
-    print(f"Snakemake driver submitted as HTCondor job {job} ({where}); "
+    print(f"Snakemake driver submitted as HTCondor job {job} ({where}, as {owner.name}); "
           f"it runs in {workdir} and survives your logout.\n"
           f"  watch:  htcannex status{'' if workdir == iwd else f' -d {workdir}'}    "
           f"(Snakemake's log: {files / STDERR})\n"
@@ -157,8 +218,14 @@ def register(nouns) -> None:
     parser.add_argument("--max-starts", type=int, default=DEFAULT_MAX_STARTS,
                         help="the driver is started again after a crash (killed by a signal) until it has "
                              f"been started this often (default {DEFAULT_MAX_STARTS})")
+    parser.add_argument("--request-memory", default=DEFAULT_MEMORY,
+                        help="memory the driver (Snakemake) asks for, in HTCondor's units; an access point's "
+                             f"memory policy may hold a driver that uses more (default {DEFAULT_MEMORY})")
     parser.add_argument("--schedd", choices=(EMBEDDED, DEFAULT),
                         help="where the driver runs: `local` (the embedded pool) or `default` (this access "
                              "point's schedd); default: the embedded pool if the run uses it")
+    parser.add_argument("--python", help="the Python the driver runs Snakemake with; the job's owner must be "
+                                         "able to run it, with snakemake and htcannex (default: this one; as "
+                                         "root, the first python3/python on PATH that the owner can run)")
     parser.add_argument("--pool-dir", help="embedded pool spool (default: as Snakemake's htcannex settings)")
     parser.set_defaults(func=submit, pass_through=True)

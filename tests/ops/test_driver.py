@@ -102,11 +102,13 @@ def test_stop_mid_run_leaves_no_job_and_a_second_submit_is_refused(workdir, user
     assert stopped.returncode == 0, stopped.stderr
     assert "no job of" in stopped.stdout
     assert embedded_pool.schedd().query("true", ["ClusterId"]) == []
-    # Snakemake cancelled its chunk itself (Ctrl-C), and the driver left the queue removed.
+    # Snakemake took the removal's SIGTERM (no new jobs), stop removed its chunk, the driver left removed.
+    # The chunk running then (chunk 0, or chunk 1 if chunk 0 ended meanwhile) is the last one submitted.
     aborted = [job for kind, job, _ in events(workdir) if kind == htcondor2.JobEventType.JOB_ABORTED]
-    assert aborted == [f"{chunk['ClusterId']}.0"]
+    submitted = [job for kind, job, _ in events(workdir) if kind == htcondor2.JobEventType.SUBMIT]
+    assert aborted == submitted[-1:] and submitted[0] == f"{chunk['ClusterId']}.0"
     assert driver_events(workdir)[-1] == htcondor2.JobEventType.JOB_ABORTED
-    assert "Terminating processes on user request" in snakemake_log(workdir)
+    assert "Will exit after finishing currently running jobs" in snakemake_log(workdir)  # SIGTERM
     driver = json.loads(htcannex(workdir, user_env, "status", "--json", "--htcannex-config",
                                  str(workdir / "htcannex.yaml")).stdout)["driver"]
     assert driver["state"] == "removed"
@@ -122,7 +124,9 @@ def test_the_driver_job_carries_the_restart_policy_and_the_users_notification_ch
     [ad] = embedded_pool.schedd().query("HtcannexDriver isnt undefined", [])
     htcannex(workdir, user_env, "stop")
     assert (ad["JobUniverse"], ad["JobNotification"], ad["NotifyUser"]) == (12, 3, "me@example.org")
-    assert ad["RemoveKillSig"] == "SIGINT" and ad["Iwd"] == str(workdir)
+    # A schedd shutdown kills the driver (jobs stay, the restart adopts them); removal sends SIGTERM.
+    assert ad["KillSig"] == "SIGKILL" and "RemoveKillSig" not in ad and ad["Iwd"] == str(workdir)
+    assert ad["RequestMemory"] == 1024
     def leaves_queue(**exit_):
         ad.update(exit_)
         return ad.eval("OnExitRemove")
