@@ -10,8 +10,9 @@ from .rotation import POLICIES
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SITE_NAME = r"^[a-z][a-z0-9-]*$"
 QUANTITY = {"type": ["string", "number"]}
-# Keys that only make sense for a site whose slots come from an annex we create.
-ANNEX_ONLY_KEYS = ("create", "facts", "system", "queue", "whole_node", "nodes", "max_lifetime", "lifetime", "project", "login")
+# Keys that only make sense for a site whose slots come from an annex (requested, or started by hand).
+ANNEX_ONLY_KEYS = ("create", "facts", "system", "queue", "whole_node", "nodes", "max_lifetime", "lifetime",
+                   "project", "login")
 POOL_ONLY_KEYS = ("max_runtime",)
 
 SITE_SCHEMA = {
