@@ -208,7 +208,7 @@ class ClusterBuilder:
         arguments = get("arguments")
         try:
             if arguments is not None:
-                # The ad keeps condor_submit's canonical new-syntax form in `Arguments`.
+                # The ad keeps condor_submit's raw new-syntax form in `Arguments` (quoting.join_arguments).
                 ad["Arguments"] = quoting.join_arguments(quoting.parse_arguments(arguments))
             environment = {}
             getenv = get("getenv", "false")
@@ -316,4 +316,4 @@ def environment_of(ad: classad2.ClassAd) -> dict[str, str]:
 
 def arguments_of(ad: classad2.ClassAd) -> list[str]:
     """The argv (after the executable) a job ad asks for."""
-    return quoting.parse_arguments(f'"{ad.get("Arguments", "")}"')
+    return quoting.parse_raw_arguments(ad.get("Arguments", ""))

@@ -91,16 +91,24 @@ def parse_environment(value: str) -> dict[str, str]:
     return environment
 
 
-def _quote_item(item: str) -> str:
-    escaped = item.replace('"', '""')
+def _quote_item(item: str, double_quotes: bool = True) -> str:
+    escaped = item.replace('"', '""') if double_quotes else item
     if item and not any(char.isspace() or char == "'" for char in item):
         return escaped
     return "'" + escaped.replace("'", "''") + "'"
 
 
 def join_arguments(argv: list[str]) -> str:
-    """The new-syntax body (without outer quotes) that parses back to `argv`."""
-    return " ".join(_quote_item(item) for item in argv)
+    """What HTCondor keeps in a job ad's `Arguments` for `argv`: the new syntax's raw form
+    (condor_arglist.cpp, append_arg), without the outer double quotes and with a double quote as
+    itself (`""` is the submit file's way of writing one inside its quoted value). The match-time
+    `$$()` expansion (dollardollar.py) reads this text as the schedd does."""
+    return " ".join(_quote_item(item, double_quotes=False) for item in argv)
+
+
+def parse_raw_arguments(raw: str) -> list[str]:
+    """The argv a job ad's `Arguments` (join_arguments' form) gives the job."""
+    return _split_new_syntax("Arguments", raw.replace('"', '""'))
 
 
 def join_environment(environment: dict[str, str]) -> str:

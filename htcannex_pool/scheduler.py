@@ -13,7 +13,7 @@ from pathlib import Path
 import classad2
 from htcondor_codes import HoldCode, JobStatus, OutOfResources, status_word
 
-from . import jobads, local_universe, starter, transfer
+from . import dollardollar, jobads, local_universe, starter, transfer
 from .eventlog import UserLog, open_log
 from .policy import PoolPolicy
 from .removal import BackgroundRemoval
@@ -449,8 +449,14 @@ class Scheduler:
         sandbox = self.execute_dir / f"dir_{key[0]}_{key[1]}_{ad['NumShadowStarts']}"
         log = UserLog(ad)
         try:
+            # The schedd expands $$() against the slot before the shadow and starter see the job.
+            job = dollardollar.expand(ad, slot.ad)
+        except dollardollar.ExpansionError as error:
+            self._hold(ad, str(error), HoldCode.Unspecified, 0)
+            return
+        try:
             if ad["JobUniverse"] == CONTAINER_UNIVERSE:
-                self._check_container_image(ad)
+                self._check_container_image(job)
             received = 0
             if ad["ShouldTransferFiles"] == "YES":
                 log.transfer("input", finished=False)
@@ -459,13 +465,13 @@ class Scheduler:
                     raise transfer.TransferError(
                         HoldCode.TransferInputError, 110,
                         f"Transfer input files failure (injected fault) for job {_job_id(key)}")
-                received = transfer.stage_in(ad, sandbox, self.origin, self._checkpoint_dir(key))
+                received = transfer.stage_in(job, sandbox, self.origin, self._checkpoint_dir(key))
                 log.transfer("input", finished=True)
                 before = transfer.snapshot(sandbox)
             else:
                 sandbox.mkdir(parents=True)
                 before = {}
-            running = starter.launch(ad, slot.ad, sandbox, before, self.on_job_exit)
+            running = starter.launch(job, slot.ad, sandbox, before, self.on_job_exit)
         except transfer.TransferError as error:
             shutil.rmtree(sandbox, ignore_errors=True)
             self._hold(ad, str(error), error.code, error.subcode)
@@ -565,7 +571,9 @@ class Scheduler:
         if ad["ShouldTransferFiles"] == "YES":
             log.transfer("output", finished=False)
             try:
-                sent = transfer.stage_out(ad, running.sandbox, self.origin, running.inputs_before, succeeded)
+                # Expanded from the MATCH_* values the start kept (the slot may be gone by now).
+                sent = transfer.stage_out(dollardollar.expand(ad, None), running.sandbox, self.origin,
+                                          running.inputs_before, succeeded)
             except transfer.TransferError as error:
                 self._release_slot(running)
                 self._hold(ad, str(error), error.code, error.subcode)

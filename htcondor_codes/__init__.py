@@ -19,6 +19,7 @@ __all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_star
 class HoldCode(enum.IntEnum):
     """HoldReasonCode values the plugin or the pool uses, named by HTCondor's NumHoldsByReason labels."""
 
+    Unspecified = 0  # the schedd's holdJob without a code (it cannot expand a job's $$() macro)
     UserRequest = 1  # condor_hold
     JobPolicy = 3  # the job's periodic_hold / on_exit_hold
     FailedToCreateProcess = 6  # the starter could not start the executable (subcode: errno)

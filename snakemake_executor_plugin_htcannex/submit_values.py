@@ -2,7 +2,7 @@
 
 The submit language is line based and expands `$(...)` macros, so every value from a wildcard,
 param, config or resource is checked (`ValueChecker`): control characters are refused (a newline
-would start a new submit command), `$` is written as `$(DOLLAR)`, secrets never go in, paths are
+would start a new submit command), `$` is written so that no macro expands (`literal`), secrets never go in, paths are
 transfer-list safe, expressions parse. The `htcannex_submit` escape hatch (a rule's resource, the
 catalogue's `submit:`) may set only the keywords listed here, never one htcannex sets itself, nor
 (as `+Attr` / `MY.Attr`) a job-ad attribute htcannex or HTCondor's schedd owns (`owned_attribute`).
@@ -101,6 +101,36 @@ def owned_attribute(name: str) -> str | None:
     return OWNED_ATTRIBUTES.get(name)
 
 
+# What follows a `$` in a submit value decides whether HTCondor reads a macro there (config.cpp,
+# next_config_macro): `$(`, `$Name(` at submit, `$$(` when the job is matched.
+SUBMIT_MACRO_AFTER = re.compile(r"[A-Za-z0-9_]*\(")
+DOLLAR_MACRO_AFTER = re.compile(r"\(DOLLAR\)", re.IGNORECASE)
+
+
+def literal(text: str) -> str:
+    """`text` written so that the job sees it unchanged through both of HTCondor's expansions.
+
+    condor_submit expands `$(Name)` and `$Name(...)` macros, then turns each `$(DOLLAR)` into `$`;
+    the schedd expands `$$(Name)` against the slot when the job is matched, and `$$(DOLLARDOLLAR)`
+    into `$$` (qmgmt.cpp; docs/pool.md, fidelity). Both read `$` signs in pairs from the left, so
+    each pair or single `$` is written on its own (re.sub's left-to-right matching pairs the same):
+    - `$$` before `(` as `$$(DOLLARDOLLAR)`, any other `$$` as it is (no macro can start there);
+    - `$` before `(DOLLAR)` as `$$(["$"])`: `$(DOLLAR)` there would be read again after its
+      expansion, as `$(DOLLAR)`, and end as a single `$` (condor_submit rescans from the `$`);
+    - `$` before `Name(` or `(` as `$(DOLLAR)`, any other `$` as it is.
+    """
+
+    def written(match: re.Match) -> str:
+        after = match.end()
+        if match.group() == "$$":
+            return "$$(DOLLARDOLLAR)" if text.startswith("(", after) else "$$"
+        if DOLLAR_MACRO_AFTER.match(text, after):
+            return '$$(["$"])'
+        return "$(DOLLAR)" if SUBMIT_MACRO_AFTER.match(text, after) else "$"
+
+    return re.sub(r"\$\$|\$", written, text)
+
+
 class SubmitValueError(ValueError):
     """A value that cannot go into a submit description; names rule, field and value."""
 
@@ -129,7 +159,7 @@ class ValueChecker:
             raise SubmitValueError(self.rule, field, value,
                                    "control characters (newline, tab, NUL...) cannot go into a submit description; "
                                    "a newline would start a new submit command")
-        return text.replace("$", "$(DOLLAR)")
+        return literal(text)
 
     def path(self, field: str, value: str, options: "SubmitOptions") -> str:
         """A file to transfer, relative to the job's initial directory (osdf:// URLs pass as they are);

@@ -303,7 +303,6 @@ def test_odd_arguments_round_trip_through_htcondor_quoting(options):
     assert submit["transfer_executable"] == "false"
     # expand() resolves $(DOLLAR) as condor_submit does; the pool's parser applies the manual's rules
     assert parse_arguments(submit.expand("arguments")) == ODD_ARGUMENTS
-    assert submit["arguments"] == submit.expand("arguments").replace("$", "$(DOLLAR)")
 
 
 def test_a_shell_command_reaches_the_shell_intact(options):
