@@ -14,6 +14,7 @@ import fcntl
 import functools
 import getpass
 import json
+import logging
 import os
 import re
 import socket
@@ -32,6 +33,11 @@ from .policy import PolicyConfigError, PoolPolicy
 
 DEFAULT_SPOOL = Path(".htcannex/pool")
 RESPAWN_AFTER_S = 3.0
+# How long a request waits for the daemon's answer: HTCondor's QUERY_TIMEOUT default. A daemon
+# that is stuck (or stopped) is then an error that says so, never a client blocked for good.
+ANSWER_TIMEOUT_S = 60.0
+
+log = logging.getLogger(__name__)
 
 
 class PoolError(htcondor2.HTCondorException):
@@ -73,6 +79,7 @@ def _user() -> str:
 
 def _connect(socket_path: Path) -> socket.socket:
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.settimeout(ANSWER_TIMEOUT_S)
     try:
         connection.connect(str(socket_path))
     except OSError:
@@ -156,18 +163,47 @@ class Pool:
             answer = self._send(op, args)
         except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, BrokenPipeError):
             answer = None
+        except TimeoutError:
+            raise self._stuck() from None
         if answer is None or answer.get("kind") == "stopping":
             self._disconnect()  # a stopping daemon's connection leads nowhere once it has exited
             if not start:
                 raise PoolError(f"the pool at {self.spool_dir} is not running "
                                 "(start it with `htcannex pool start` or Pool.ensure_running())")
+            self._say_if_it_died()
             self.ensure_running()
-            answer = self._send(op, args)
+            try:
+                answer = self._send(op, args)
+            except TimeoutError:
+                raise self._stuck() from None
         if answer["ok"]:
             return answer["result"]
         if answer.get("kind") == "request":
             raise PoolRequestError(answer["error"])
         raise PoolError(f"pool daemon error (see {self.spool_dir / 'daemon.log'}): {answer['error']}")
+
+    def recorded_pid(self) -> int | None:
+        """The pid the serving daemon wrote into the spool, if any."""
+        try:
+            return int((self.spool_dir / protocol.PID_NAME).read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _stuck(self) -> PoolError:
+        pid = self.recorded_pid() or "?"
+        return PoolError(f"the pool daemon (pid {pid}) serving {self.spool_dir} did not answer within "
+                         f"{ANSWER_TIMEOUT_S:g} s: it is stuck or stopped (see {self.spool_dir / 'daemon.log'}). "
+                         f"`kill -CONT {pid}` resumes a stopped one; `kill -9 {pid}` ends a stuck one, and the next "
+                         "request starts a new daemon: the queue survives, and jobs that were running run again")
+
+    def _say_if_it_died(self) -> None:
+        """A daemon that ended without shutting down (killed, crashed) left its pid file: say so
+        before a new one is started, since every job it was running starts again."""
+        pid = self.recorded_pid()
+        if pid is not None and not _alive(pid):
+            log.warning(f"htcannex: the embedded pool's daemon (pid {pid}, spool {self.spool_dir}) ended without "
+                        "shutting down (killed or crashed); starting a new one: the queue survives, and jobs that "
+                        f"were running run again from the start (see {self.spool_dir / 'daemon.log'})")
 
     def _answers_ping(self) -> bool:
         try:

@@ -120,7 +120,7 @@ class PoolDaemon:
         server.pool_daemon = self
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                          name="pool-server", daemon=True).start()
-        (self.spool / "daemon.pid").write_text(f"{os.getpid()}\n")
+        (self.spool / protocol.PID_NAME).write_text(f"{os.getpid()}\n")
         log.info("serving %s", socket_path)
         pause = self.cycle_s
         while True:
@@ -141,7 +141,7 @@ class PoolDaemon:
             self.scheduler.shutdown()
             self.closed = True
         socket_path.unlink(missing_ok=True)
-        (self.spool / "daemon.pid").unlink(missing_ok=True)
+        (self.spool / protocol.PID_NAME).unlink(missing_ok=True)
         log.info("stopped")
 
 

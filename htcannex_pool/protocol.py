@@ -7,6 +7,8 @@ A request is `{"op": NAME, "args": {...}}`; the answer is `{"ok": true,
 import json
 
 SOCKET_NAME = "pool.sock"
+# The serving daemon's pid, in the spool; left behind only by a daemon that did not shut down.
+PID_NAME = "daemon.pid"
 # AF_UNIX paths are limited to 108 bytes on Linux.
 MAX_SOCKET_PATH = 107
 

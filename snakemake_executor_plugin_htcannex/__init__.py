@@ -108,6 +108,15 @@ class ExecutorSettings(ExecutorSettingsBase):
             "30m or 2h. Overrides `annex: idle_timeout:` in htcannex.yaml.",
         },
     )
+    unmatchable: str = field(
+        default="fail",
+        metadata={
+            "help": "A job idle for the idle timeout that no slot can run, neither a slot in the "
+            "collector nor a site of htcannex.yaml: fail (remove it and report `htcannex why`'s "
+            "explanation) or wait (report it and leave it queued, e.g. for slots you will add).",
+            "choices": ["fail", "wait"],
+        },
+    )
     container_image: Optional[str] = field(
         default=None,
         metadata={

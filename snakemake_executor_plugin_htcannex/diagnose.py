@@ -74,21 +74,36 @@ def removal_report(job_ad: classad2.ClassAd, rule: str, job_id: str, annex: Opti
 
 
 def match_report(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue], collector) -> list[str]:
+    header, analyses = _analyses(job_ad, catalogue, collector)
+    return header + [line for analysis in analyses for line in render_analysis(analysis)]
+
+
+def never_matches(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue], collector) -> Optional[list[str]]:
+    """The match report of a job that no slot matches, neither a slot in the collector nor a site of
+    the catalogue; None when one does (the job may yet run)."""
+    header, analyses = _analyses(job_ad, catalogue, collector)
+    if any(analysis.matches for analysis in analyses):
+        return None
+    return header + [line for analysis in analyses for line in render_analysis(analysis)]
+
+
+def _analyses(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue],
+              collector) -> tuple[list[str], list[SlotAnalysis]]:
+    """(what the report says first: the target annex's state, the job against every slot live
+    and from the catalogue)."""
     annex = job_ad.get("TargetAnnexName")
     owner = job_ad.get("Owner", "")
-    lines = []
+    header = []
     live = live_slots(collector, annex) if collector is not None else []
     if annex:
-        lines.append(f"annex {annex}: " + (f"up, {len(live)} slot(s) in the collector" if live else
-                                          "NOT UP (no slot in the collector carries that AnnexName); the job "
-                                          "cannot run until it is up or the job is moved"))
+        header.append(f"annex {annex}: " + (f"up, {len(live)} slot(s) in the collector" if live else
+                                           "NOT UP (no slot in the collector carries that AnnexName); the job "
+                                           "cannot run until it is up or the job is moved"))
     analyses = [analyse_slot(job_ad, slot, source="collector", site=slot.get("AnnexName")) for slot in live]
     if catalogue is not None:
         analyses += [analyse_slot(job_ad, catalogue_slot_ad(site, owner), source="catalogue", site=site.name)
                      for site in catalogue.sites.values() if site.cpus and site.memory_mb]
-    for analysis in analyses:
-        lines += render_analysis(analysis)
-    return lines
+    return header, analyses
 
 
 def render_analysis(analysis: SlotAnalysis) -> list[str]:

@@ -23,9 +23,11 @@ from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 from . import one_step, recovery, secrets
 from . import schedd as schedd_seam
 from .annex import AnnexState
+from .diagnose import never_matches
 from .direct_command import NeedsSnakemake, direct_command
 from .description import JobSpec, build_submit, job_signature
 from .holds import Hold, memory_for_retry
+from .liveness import SILENT_CHECKS, ScheddWatch
 from .job_spec import JobCommand, job_spec, placement_request, products, rule_label, wildcards_of, with_memory
 from .placement import place
 from .plan import plan_report
@@ -79,10 +81,16 @@ class Executor(RemoteExecutor):
         # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold
         self._memory_floor: dict[str, int] = {}
         self._warned_no_event_log = False
+        # HTCondor job ids submitted or adopted and not yet reported: what Ctrl-C removes. Snakemake's
+        # own list leaves out the jobs the status thread is looking at when the signal comes.
+        self._unreported: set[str] = set()
         super().__init__(workflow, logger)
 
     def __post_init__(self):
-        self._runtime = Runtime.open(self.workflow.executor_settings, self.workflow)
+        runtime = Runtime.open(self.workflow.executor_settings, self.workflow)
+        self._watch = ScheddWatch(runtime.connection.schedd, SILENT_CHECKS * self.next_seconds_between_status_checks,
+                                  runtime.connection.embedded, self.logger)
+        self._runtime = runtime  # the status thread starts checking jobs with this
         self._left_in_queue = recovery.QueuedJobs(self._runtime.connection.schedd)
         self._finished_while_down = recovery.FinishedJobs(self._runtime.connection.schedd, self._marked_job_ids)
         if self._runtime.withheld_secrets:
@@ -169,6 +177,7 @@ class Executor(RemoteExecutor):
 
     def _track(self, job: JobExecutorInterface, job_id: str, site, held_for_annex: bool, stderr,
                spec: JobSpec, prepared_script: Optional[str] = None) -> None:
+        self._unreported.add(job_id)
         self.report_job_submission(SubmittedJobInfo(
             job, external_jobid=job_id,
             aux={"htcannex": TrackedJob(spec, site, held_for_annex, stderr, prepared_script)},
@@ -224,12 +233,23 @@ class Executor(RemoteExecutor):
         # No status_rate_limiter (--max-status-checks-per-second, 10 by default): it spares a
         # scheduler from queries, and this reads one local file; throttled, a chain of short
         # jobs stalls for most of a second after every tenth poll.
-        runtime.tracker.poll()
+        if runtime.tracker.poll():
+            self._watch.heard()
+        if not self._watch.probe():
+            for job_info in active_jobs:  # the schedd does not answer: nothing changes until it does
+                yield job_info
+            return
         runtime.annexes.new_poll()  # one collector query and ledger read for all jobs waiting on annexes
         for job_info in active_jobs:
-            if self._still_active(job_info):
+            try:
+                active = self._still_active(job_info)
+            except schedd_seam.UNANSWERED as error:
+                self._watch.unanswered(error)
+                active = True
+            if active:
                 yield job_info
             else:
+                self._unreported.discard(job_info.external_jobid)
                 self._remove_prepared_script(_tracked(job_info).prepared_script)
 
     async def sleep(self):
@@ -258,7 +278,7 @@ class Executor(RemoteExecutor):
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]):
         # Ctrl-C must end the run whatever the schedd does: jobs that have just left the queue are
         # no error (the schedd counts them not found), and a schedd that does not answer is said.
-        ids = [job_info.external_jobid for job_info in active_jobs]
+        ids = sorted({job_info.external_jobid for job_info in active_jobs} | self._unreported)
         if not ids or self._runtime is None:
             return
         try:
@@ -315,16 +335,41 @@ class Executor(RemoteExecutor):
         return False
 
     def _on_idle(self, job_info: SubmittedJobInfo) -> bool:
-        """Idle: released, or evicted when its annex expired. An annex job idle too long is looked
-        at (once per idle timeout): with its annex gone, or no slot there that can run it, it waits
-        for nothing and is moved."""
+        """Idle: released, or evicted when its annex expired. A job idle too long is looked at (once
+        per idle timeout): an annex job whose annex is gone, or has no slot that can run it, waits for
+        nothing and is moved; any other job that no slot can run is reported (diagnose.never_matches)."""
         runtime, tracked = self._runtime, _tracked(job_info)
-        site = tracked.site
-        if site is None or site.kind != "annex" or not tracked.due_a_look(runtime.idle_timeout_s, time.time()):
+        if not tracked.due_a_look(runtime.idle_timeout_s, time.time()):
             return True
         ads = runtime.connection.schedd.query(_job_constraint(job_info.external_jobid), projection=[])
-        stuck = ads and recovery.stuck_on_annex(runtime.connection.collector, ads[0], site.annex_name)
-        return self._move_or_fail(job_info, stuck, ads[0]) if stuck else True
+        if not ads:
+            return True
+        site = tracked.site
+        if site is not None and site.kind == "annex":
+            stuck = recovery.stuck_on_annex(runtime.connection.collector, ads[0], site.annex_name)
+            return self._move_or_fail(job_info, stuck, ads[0]) if stuck else True
+        return self._unless_unmatchable(job_info, ads[0])
+
+    def _unless_unmatchable(self, job_info: SubmittedJobInfo, job_ad) -> bool:
+        """Report a job no slot can run, live or in the catalogue, with `htcannex why`'s explanation;
+        fail it, or leave it queued with --htcannex-unmatchable wait."""
+        runtime = self._runtime
+        report = never_matches(job_ad, runtime.config, runtime.connection.collector)
+        if report is None:
+            return True
+        job_id, timeout = job_info.external_jobid, runtime.idle_timeout_s
+        what = (f"HTCondor job {job_id} (rule {_tracked(job_info).spec.rule}) has been idle for {timeout:g} s, and "
+                f"no slot can run it, neither one in the collector nor a site of {runtime.config.path}; as "
+                f"`htcannex why {job_id}` explains:\n" + secrets.redact("\n".join(report)) + "\n")
+        if self.workflow.executor_settings.unmatchable == "wait":
+            self.logger.warning(what + "It stays queued (htcannex-unmatchable: wait) until a slot that can run it "
+                                       "appears; change what it asks for, or add such slots.")
+            return True
+        self._remove(job_id, "no slot can run it")
+        self.report_job_error(job_info, msg=what + "The job was removed: change what the rule asks for (the "
+                                                   "FAILS lines), or set htcannex-unmatchable: wait to keep such "
+                                                   "jobs queued until slots that can run them appear. ")
+        return False
 
     def _held_without_event_log(self, job_info: SubmittedJobInfo) -> Optional[JobRecord]:
         """A held job's record from its ad, when the event log was never created. HTCondor writes the

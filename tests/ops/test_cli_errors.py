@@ -72,3 +72,17 @@ def test_every_command_has_a_bad_arguments_case():
         commands |= {f"{noun} {verb}" for verb in verbs[0]} if verbs else {noun}
     covered = {" ".join(argv[:2]) if " ".join(argv[:2]) in commands else argv[0] for argv, _ in CASES if argv}
     assert commands <= covered, f"no bad-arguments case for {sorted(commands - covered)}"
+
+
+def test_the_readme_real_annex_line_without_a_schedd_says_what_is_missing(tmp_path, bare_env):
+    """README: `htcannex profiles install`, then `snakemake --executor htcannex --profile nairr ...`."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "Snakefile").write_text('rule a:\n    output: "a.txt"\n    shell: "touch {output}"\n')
+    subprocess.run([str(HTCANNEX), "profiles", "install"], env=bare_env, check=True, capture_output=True)
+    result = subprocess.run([str(HTCANNEX.parent / "snakemake"), "--executor", "htcannex", "--profile", "nairr"],
+                            cwd=work, env=bare_env, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr and "HTCondorException" not in result.stderr
+    for fix in ("CONDOR_CONFIG", "access point", "--profile profiles/local"):
+        assert fix in result.stderr

@@ -63,13 +63,19 @@ def test_job_waiting_for_an_annex_that_is_not_up_says_so(embedded_pool, tmp_path
             "[MY.AnnexName = htcannex-a, TARGET.TargetAnnexName = htcannex-b]") in out
 
 
-def test_memory_hold_is_explained_with_the_fix(embedded_pool, tmp_path):
-    job = submit(embedded_pool, tmp_path, executable=sys.executable, request_memory="60MB",
+def held_for_memory(pool, tmp_path) -> str:
+    """A job held for using more memory than it asked for."""
+    job = submit(pool, tmp_path, executable=sys.executable, request_memory="60MB",
                  arguments="\"-c 'block = bytearray(300 * 2**20); import time; time.sleep(30)'\"")
     deadline = time.time() + 30
-    while embedded_pool.schedd().query(f"ClusterId == {job.split('.')[0]}", ["JobStatus"])[0]["JobStatus"] != 5:
+    while pool.schedd().query(f"ClusterId == {job.split('.')[0]}", ["JobStatus"])[0]["JobStatus"] != 5:
         assert time.time() < deadline, "the job was not held"
         time.sleep(0.2)
+    return job
+
+
+def test_memory_hold_is_explained_with_the_fix(embedded_pool, tmp_path):
+    job = held_for_memory(embedded_pool, tmp_path)
     out = why(embedded_pool, job).stdout
     assert "is held" in out and "HoldReasonCode 34" in out
     assert "resources: mem_mb=lambda wildcards, attempt: 4000 * attempt" in out
@@ -124,12 +130,7 @@ def test_each_hold_code_says_what_to_change(code, subcode, reason, words):
 
 
 def test_a_job_removed_after_a_hold_says_it_was_held_why_and_removed(embedded_pool, tmp_path):
-    job = submit(embedded_pool, tmp_path, executable=sys.executable, request_memory="60MB",
-                 arguments="\"-c 'block = bytearray(300 * 2**20); import time; time.sleep(30)'\"")
-    deadline = time.time() + 30
-    while embedded_pool.schedd().query(f"ClusterId == {job.split('.')[0]}", ["JobStatus"])[0]["JobStatus"] != 5:
-        assert time.time() < deadline, "the job was not held"
-        time.sleep(0.2)
+    job = held_for_memory(embedded_pool, tmp_path)
     # As the executor does with a hold it does not release.
     embedded_pool.schedd().act(htcondor2.JobAction.Remove, job, "held: over its memory request")
     out = why(embedded_pool, job).stdout

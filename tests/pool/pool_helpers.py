@@ -21,8 +21,7 @@ def make_pool(spool: Path, **options) -> Pool:
 
 def stop_for_sure(pool: Pool):
     """Stop the daemon; if it will not stop, kill it, so no test leaves one behind."""
-    pid_file = pool.spool_dir / "daemon.pid"
-    pid = int(pid_file.read_text()) if pid_file.exists() else None
+    pid = pool.recorded_pid()
     try:
         pool.stop(timeout_s=15)
     finally:

@@ -1,0 +1,92 @@
+"""No silent, uninterruptible hang (issue 13 item 3): a pool daemon killed under a running job is
+noticed and said and the run still finishes; a job no slot can ever run is reported within the idle
+timeout with `htcannex why`'s explanation, and fails, or waits until Ctrl-C ends the run."""
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from waiting import wait_until
+
+from .snakemake_runs import run_snakemake, snakemake_argv
+
+FAULTS = Path(__file__).parent / "workflows" / "faults"
+# More than any slot has, live (this machine) or in the faults catalogue; no rotation: any slot.
+TOO_BIG = ('rule big:\n    output: "big.txt"\n    threads: 64\n'
+           '    resources: mem_mb=10000000, gpu=1\n    shell: "touch {output}"\n')
+
+
+def workflow(tmp_path: Path, snakefile: str) -> Path:
+    """The faults profile (embedded pool, 1 s status checks, idle timeout 3 s) with this Snakefile."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("config.yaml", "htcannex.yaml"):
+        (work / name).write_text((FAULTS / name).read_text())
+    (work / "Snakefile").write_text(snakefile)
+    return work
+
+
+def test_a_killed_pool_daemon_is_said_and_its_job_runs_again(tmp_path, user_env, embedded_pool):
+    work = workflow(tmp_path, 'rule a:\n    output: "a.txt"\n    shell: "sleep 3; echo done > {output}"\n')
+    snakemake = subprocess.Popen(snakemake_argv(work, "a.txt"), cwd=work, env=user_env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: embedded_pool.schedd().query("JobStatus == 2", ["ClusterId"]), 60, "the job running")
+        os.kill(embedded_pool.recorded_pid(), signal.SIGKILL)
+        output, _ = snakemake.communicate(timeout=90)
+    finally:
+        snakemake.kill()
+    assert snakemake.returncode == 0, output[-3000:]
+    assert "ended without shutting down (killed or crashed); starting a new one" in output
+    assert (work / "a.txt").read_text() == "done\n"
+
+
+def test_a_job_no_slot_can_run_fails_within_the_idle_timeout_with_the_explanation(tmp_path, user_env):
+    work = workflow(tmp_path, TOO_BIG)
+    started = time.time()
+    result = run_snakemake(work, user_env, "big.txt", extra=["--retries", "0"], timeout=120)
+    assert result.returncode != 0
+    assert time.time() - started < 60
+    assert "has been idle for 3 s, and no slot can run it" in result.stderr
+    assert "FAILS (job Requirements) TARGET.Memory >= RequestMemory" in result.stderr
+    assert "FAILS (job Requirements) TARGET.Cpus >= RequestCpus" in result.stderr
+    assert "FAILS (job Requirements) TARGET.GPUs >= RequestGPUs" in result.stderr
+    assert "lower mem_mb" in result.stderr and "The job was removed" in result.stderr
+
+
+def test_with_unmatchable_wait_the_job_is_reported_and_stays_until_ctrl_c(tmp_path, user_env, embedded_pool):
+    work = workflow(tmp_path, TOO_BIG)
+    # SIGINT as a terminal gives it, even where the tests were started with SIGINT ignored.
+    snakemake = subprocess.Popen(snakemake_argv(work, "big.txt", extra=["--htcannex-unmatchable", "wait"]),
+                                 cwd=work, env=user_env, text=True, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                                            signal.SIG_DFL))
+    lines = []
+    try:
+        for line in snakemake.stdout:
+            lines.append(line)
+            if "It stays queued (htcannex-unmatchable: wait)" in line:
+                break
+        assert embedded_pool.schedd().query("JobStatus == 1", ["ClusterId"])  # still queued
+        snakemake.send_signal(signal.SIGINT)
+        rest, _ = snakemake.communicate(timeout=60)
+    finally:
+        snakemake.kill()
+    output = "".join(lines) + rest
+    assert "no slot can run it" in output and "FAILS (job Requirements) TARGET.Memory" in output
+    assert "Terminating processes on user request" in output and "Traceback" not in output
+    assert embedded_pool.schedd().query("true", ["ClusterId"]) == []  # Ctrl-C removed it
+
+
+def test_a_refused_job_fails_alone_and_the_jobs_already_running_are_tracked_to_their_end(tmp_path, user_env,
+                                                                                        embedded_pool):
+    work = workflow(tmp_path, 'rule all:\n    input: "a.txt", "b.txt"\n'
+                              'rule a:\n    output: "a.txt"\n    shell: "sleep 4; touch {output}"\n'
+                              'rule b:\n    output: "b.txt"\n    resources: htcannex_submit=\'{"+Cmd": "/bin/x"}\'\n'
+                              '    shell: "touch {output}"\n')
+    result = run_snakemake(work, user_env, extra=["--retries", "0"])
+    assert result.returncode != 0
+    assert "the escape hatch cannot set job attribute Cmd" in result.stderr
+    assert (work / "a.txt").exists()  # a ran to its end and came back
+    assert embedded_pool.schedd().query("true", ["ClusterId"]) == []  # nothing left running untracked
