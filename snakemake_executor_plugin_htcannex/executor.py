@@ -208,7 +208,7 @@ class Executor(RemoteExecutor):
         # dag.incomplete_external_jobid reads; that one says None under --rerun-incomplete, the
         # only way Snakemake runs a job whose outputs are marked incomplete).
         ad = self._finished_while_down.completed(self.workflow.persistence.external_jobids(job), signature)
-        if ad is None or not all(os.path.exists(product) for product in products(job) if not product.is_storage):
+        if ad is None or self._missing_products(job):
             return False
         # Its storage (osdf://) outputs went up before it completed: a failed upload holds the job.
         self.logger.info(f"Adopted HTCondor job {recovery.job_id(ad)} for job {job.jobid}: it completed (exit code 0) "
@@ -216,6 +216,10 @@ class Executor(RemoteExecutor):
         # Not tracked: nothing is left to wait for (Snakemake checks the outputs and clears its marker).
         self.report_job_success(SubmittedJobInfo(job, external_jobid=recovery.job_id(ad)))
         return True
+
+    def _missing_products(self, job: JobExecutorInterface) -> list[str]:
+        """The job's local products that are not here (its storage ones went up from the job)."""
+        return [str(product) for product in products(job) if not product.is_storage and not os.path.exists(product)]
 
     def _marked_job_ids(self) -> list:
         """The HTCondor job ids Snakemake's incomplete markers hold for the jobs this run needs."""
@@ -302,7 +306,18 @@ class Executor(RemoteExecutor):
         if record is None or record.phase is JobPhase.RUNNING:
             return True
         if record.phase is JobPhase.SUCCEEDED:
-            self.report_job_success(job_info)
+            # Reported as a success, a job without its outputs would stop the whole run with a
+            # traceback (Snakemake's postprocess raises from wait_for_files, --keep-going or not): it
+            # fails alone instead. Outputs come back before the job's terminated event; on a shared
+            # filesystem Snakemake waits --latency-wait for them itself.
+            missing = [] if self._runtime.submit_options.shared_fs else self._missing_products(job_info.job)
+            if missing:
+                self.report_job_error(job_info, msg=(
+                    f"HTCondor job {record.job_id} exited 0, but these outputs did not come back: "
+                    f"{', '.join(missing)}. The job wrote other files than the ones Snakemake expects "
+                    f"(HTCondor brings back exactly the listed names). "))
+            else:
+                self.report_job_success(job_info)
             return False
         if record.phase is JobPhase.FAILED:
             self.report_job_error(job_info, msg=self._failure_message(job_info, record))
