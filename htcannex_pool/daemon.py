@@ -116,11 +116,12 @@ class PoolDaemon:
                 and not self.scheduler.has_work())
 
     def serve(self, socket_path: Path):
+        # Written before the first answer: a client that is answered finds who answers it.
+        (self.spool / protocol.PID_NAME).write_text(f"{os.getpid()}\n")
         server = _Server(str(socket_path), _ConnectionHandler)
         server.pool_daemon = self
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                          name="pool-server", daemon=True).start()
-        (self.spool / protocol.PID_NAME).write_text(f"{os.getpid()}\n")
         log.info("serving %s", socket_path)
         pause = self.cycle_s
         while True:

@@ -180,3 +180,21 @@ def test_cli_start_status_stop(spool):
 def test_bad_ordinary_slots_are_refused_before_starting(spool, slots, message):
     with pytest.raises(PoolRequestError, match=message):
         make_pool(spool, slots=slots)
+
+
+def test_a_stopped_daemon_is_an_error_naming_it_not_a_client_blocked_for_good(spool, monkeypatch):
+    monkeypatch.setattr("htcannex_pool.client.ANSWER_TIMEOUT_S", 1.0)  # HTCondor's 60 s, shortened
+    pool = make_pool(spool)
+    pool.ensure_running()
+    pid = daemon_pid(pool)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED, 10, "the daemon stopped")
+        started = time.time()
+        with pytest.raises(htcondor2.HTCondorException, match=rf"daemon \(pid {pid}\).*did not answer within 1 s"):
+            pool.schedd().query("true", ["ClusterId"])
+        assert time.time() - started < 10
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert pool.schedd().query("true", ["ClusterId"]) == []  # answered again once resumed
+    stop_for_sure(pool)
