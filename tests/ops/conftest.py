@@ -2,13 +2,10 @@
 embedded pool is the test's."""
 import os
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-FAULTS = Path(__file__).parent / "workflows" / "faults"
-BIN = Path(sys.executable).parent
+from .snakemake_runs import BIN, FAULTS
 
 
 @pytest.fixture

@@ -5,9 +5,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import classad2
 import htcondor2
 
-HTCANNEX = Path(sys.executable).parent / "htcannex"
+FAULTS = Path(__file__).parent / "workflows" / "faults"  # the workflow these tests run
+BIN = Path(sys.executable).parent
+HTCANNEX = BIN / "htcannex"
+CHAIN = ["--config", "sleep=10", "chain=1"]  # each chunk runs 10 s and reads the one before: time to act
 
 
 
@@ -47,3 +51,23 @@ def board(workdir: Path, pool) -> dict:
     result = status(workdir, pool, "--json", "--epochs-per-job", "4")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+def running_chunk(schedd, workdir: Path | None = None):
+    """A running job of the faults workflow's rule chunk (of `workdir`'s run, if given), or None."""
+    constraint = 'HtcannexRule == "chunk" && JobStatus == 2'
+    if workdir is not None:
+        constraint += f" && Iwd == {classad2.quote(str(workdir))}"
+    ads = schedd.query(constraint, ["ClusterId"])
+    return ads[0] if ads else None
+
+
+def driver_events(workdir: Path) -> list:
+    """The event types of the driver's own event log (htcannex submit's job)."""
+    log = htcondor2.JobEventLog(str(workdir / ".htcannex" / "driver" / "events.log"))
+    return [event.type for event in log.events(stop_after=0)]
+
+
+def snakemake_log(workdir: Path) -> str:
+    """What the driver's Snakemake wrote (its stderr)."""
+    return (workdir / ".htcannex" / "driver" / "snakemake.err").read_text()

@@ -10,9 +10,8 @@ import htcondor2
 import pytest
 from waiting import wait_until
 
-from .snakemake_runs import HTCANNEX, board, events
+from .snakemake_runs import CHAIN, HTCANNEX, board, driver_events, events, running_chunk, snakemake_log
 
-CHAIN = ["--config", "sleep=10", "chain=1"]  # each chunk runs 10 s: time to act while one runs
 
 
 def htcannex(workdir, env, *args, timeout=120):
@@ -30,26 +29,12 @@ def driver_ad(pool):
     return ads[0] if ads else None
 
 
-def running_chunk(pool):
-    ads = pool.schedd().query('HtcannexRule == "chunk" && JobStatus == 2', ["ClusterId"])
-    return ads[0] if ads else None
-
-
-def driver_events(workdir):
-    log = htcondor2.JobEventLog(str(workdir / ".htcannex" / "driver" / "events.log"))
-    return [event.type for event in log.events(stop_after=0)]
-
-
-def snakemake_log(workdir):
-    return (workdir / ".htcannex" / "driver" / "snakemake.err").read_text()
-
-
 @pytest.mark.slow
 def test_a_driver_killed_comes_back_and_adopts_the_running_chunk(workdir, user_env, embedded_pool):
     submitted = submit(workdir, user_env, "run0-chunk1.txt", *CHAIN)
     assert submitted.returncode == 0, submitted.stderr
     assert "survives your logout" in submitted.stdout
-    wait_until(lambda: running_chunk(embedded_pool), timeout_s=120, what="chunk 0 to run")
+    wait_until(lambda: running_chunk(embedded_pool.schedd()), timeout_s=120, what="chunk 0 to run")
     # The driver process dies as on a crash of the access point's Snakemake (kill -9, the OOM killer).
     first_pid = driver_ad(embedded_pool)["PoolProcessId"]
     os.kill(first_pid, signal.SIGKILL)
@@ -74,7 +59,7 @@ def test_a_driver_killed_comes_back_and_adopts_the_running_chunk(workdir, user_e
 def test_an_access_point_restart_restarts_the_driver_and_nothing_is_submitted_twice(workdir, user_env,
                                                                                      embedded_pool):
     assert submit(workdir, user_env, "run0-chunk1.txt", *CHAIN).returncode == 0
-    wait_until(lambda: running_chunk(embedded_pool), timeout_s=120, what="chunk 0 to run")
+    wait_until(lambda: running_chunk(embedded_pool.schedd()), timeout_s=120, what="chunk 0 to run")
     # The schedd goes down (the pool daemon stops: it kills the driver and evicts the chunk) and comes back.
     spool = ["--spool", str(embedded_pool.spool_dir)]
     assert htcannex(workdir, user_env, "pool", "stop", *spool).returncode == 0
@@ -91,7 +76,7 @@ def test_an_access_point_restart_restarts_the_driver_and_nothing_is_submitted_tw
 @pytest.mark.slow
 def test_stop_mid_run_leaves_no_job_and_a_second_submit_is_refused(workdir, user_env, embedded_pool):
     assert submit(workdir, user_env, "run0-chunk1.txt", *CHAIN).returncode == 0
-    chunk = wait_until(lambda: running_chunk(embedded_pool), timeout_s=120, what="chunk 0 to run")
+    chunk = wait_until(lambda: running_chunk(embedded_pool.schedd()), timeout_s=120, what="chunk 0 to run")
     again = submit(workdir, user_env, "run0-chunk1.txt", *CHAIN)
     assert again.returncode == 2
     assert "already runs Snakemake in" in again.stderr and "htcannex stop" in again.stderr
