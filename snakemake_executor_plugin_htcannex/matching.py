@@ -182,6 +182,19 @@ def catalogue_slot_ad(site: Site, owner: str) -> classad2.ClassAd:
 
 
 def live_slots(collector, annex: Optional[str]) -> list[classad2.ClassAd]:
-    """The collector's slots of `annex` (or of every annex and the pool when None)."""
+    """The collector's slots of `annex` (or of every annex and the pool when None), each as a job
+    could ever find it: a partitionable slot advertises what is left now (Cpus 0 when it is busy) and
+    its whole as TotalSlot*, and a job that fits the whole only waits for it (HTCondor 25.14 annex
+    and pool slots are partitionable)."""
     constraint = f"AnnexName == {classad2.quote(annex)}" if annex else "true"
-    return list(collector.query(htcondor2.AdTypes.Startd, constraint=constraint, projection=[]))
+    return [_whole(slot) for slot in collector.query(htcondor2.AdTypes.Startd, constraint=constraint, projection=[])]
+
+
+def _whole(slot: classad2.ClassAd) -> classad2.ClassAd:
+    if slot.get("PartitionableSlot") is not True:
+        return slot
+    whole = classad2.parseOne(repr(slot))
+    for resource in ("Cpus", "Memory", "Disk", "GPUs"):
+        if f"TotalSlot{resource}" in slot:
+            whole[resource] = slot[f"TotalSlot{resource}"]
+    return whole

@@ -10,7 +10,7 @@ import htcondor2
 import pytest
 
 from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
-from snakemake_executor_plugin_htcannex.diagnose import explain_hold, render_analysis
+from snakemake_executor_plugin_htcannex.diagnose import explain_hold, never_matches, render_analysis
 from snakemake_executor_plugin_htcannex.matching import analyse_slot, catalogue_slot_ad
 
 CATALOGUE = Path(__file__).parent / "workflows" / "faults" / "htcannex.yaml"
@@ -138,3 +138,21 @@ def test_a_job_removed_after_a_hold_says_it_was_held_why_and_removed(embedded_po
     assert "removed from the queue: held: over its memory request" in out
     assert "it was held when it was removed" in out and "HoldReasonCode 34" in out
     assert "resources: mem_mb=lambda wildcards, attempt: 4000 * attempt" in out
+
+
+class Collector:
+    """A collector with one busy partitionable slot of 4 cores and 8 GB, as HTCondor advertises it."""
+
+    def query(self, ad_type, constraint, projection):
+        return [classad2.ClassAd({"Name": "slot1@host", "PartitionableSlot": True, "Cpus": 0, "TotalSlotCpus": 4,
+                                  "Memory": 0, "TotalSlotMemory": 8192, "Start": classad2.ExprTree("true")})]
+
+
+def test_a_job_waiting_for_a_busy_partitionable_slot_is_not_unmatchable():
+    job = classad2.ClassAd({"RequestCpus": 2, "RequestMemory": 4096,
+                            "Requirements": classad2.ExprTree("TARGET.Cpus >= RequestCpus && "
+                                                              "TARGET.Memory >= RequestMemory")})
+    assert never_matches(job, None, Collector()) is None
+    job["RequestCpus"] = 64
+    assert any("FAILS (job Requirements) TARGET.Cpus >= RequestCpus   [TARGET.Cpus = 4" in line
+               for line in never_matches(job, None, Collector()))
