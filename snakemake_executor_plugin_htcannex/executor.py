@@ -44,6 +44,7 @@ NEWS_CHECK_S = 0.01  # how often the status thread looks whether the event log g
 NO_EVENT_LOG_GRACE_S = 10.0
 COMMAND_NOT_FOUND = 127  # a POSIX shell's exit status for a command it cannot find
 MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+MISSING_FILE = re.compile(r"No such file or directory: '([^'/][^']*)'")  # Python's FileNotFoundError, relative
 
 
 @dataclasses.dataclass
@@ -484,7 +485,7 @@ class Executor(RemoteExecutor):
         tail = secrets.redact(_tail(_tracked(job_info).stderr))
         if tail:
             message += f"Last lines of its stderr:\n{tail}\n"
-        return message + _execute_side_hint(record.return_value, tail)
+        return message + _execute_side_hint(record.return_value, tail) + _untravelled_file_hint(tail)
 
     def _job_spec(self, job: JobExecutorInterface) -> tuple[JobSpec, JobCommand]:
         runtime = self._runtime
@@ -546,6 +547,18 @@ class Executor(RemoteExecutor):
 
 
 
+
+
+def _untravelled_file_hint(stderr_tail: str) -> str:
+    """The fix when the job could not open a file that is here: it did not travel with the job. Files
+    a run: block names by a string constant travel (unlisted_sources.py); one it reads under a name it
+    computes is not found until it is declared."""
+    here = [name for name in dict.fromkeys(MISSING_FILE.findall(stderr_tail)) if os.path.isfile(name)]
+    if not here:
+        return ""
+    return (f"The job could not open {', '.join(here)}, which is in the working directory here but did not "
+            "travel with the job: HTCondor moves only a job's inputs and the workflow's sources. Fix: declare "
+            "it as an input of the rule (input: ...). ")
 
 
 def _execute_side_hint(return_value: Optional[int], stderr_tail: str) -> str:
