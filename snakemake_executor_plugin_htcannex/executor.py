@@ -34,6 +34,7 @@ from .plan import plan_report
 from .rotation import RotationError
 from .runtime import EXECUTE_POINT_PATH, Runtime
 from .site import ResourceRequest, Site, SiteRefusal
+from .submission import Submitter
 from .submit_template import TemplateError
 from .submit_values import SubmitValueError
 from .tracking import JobPhase, JobRecord
@@ -79,6 +80,7 @@ class Executor(RemoteExecutor):
         # RemoteExecutor.__init__ starts the status thread before __post_init__,
         # and that thread calls check_active_jobs at once: it must find this.
         self._runtime: Optional[Runtime] = None
+        self._submitter: Optional[Submitter] = None
         # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold
         self._memory_floor: dict[str, int] = {}
         self._warned_no_event_log = False
@@ -91,6 +93,7 @@ class Executor(RemoteExecutor):
         runtime = Runtime.open(self.workflow.executor_settings, self.workflow)
         self._watch = ScheddWatch(runtime.connection.schedd, SILENT_CHECKS * self.next_seconds_between_status_checks,
                                   runtime.connection.embedded, self.logger)
+        self._submitter = Submitter(runtime.connection.schedd)
         self._runtime = runtime  # the status thread starts checking jobs with this
         self._left_in_queue = recovery.QueuedJobs(self._runtime.connection.schedd)
         self._finished_while_down = recovery.FinishedJobs(self._runtime.connection.schedd, self._marked_job_ids)
@@ -136,7 +139,8 @@ class Executor(RemoteExecutor):
             self._remove_prepared_script(command.prepared_script)
 
     def _submit(self, job: JobExecutorInterface, spec: JobSpec, command: JobCommand) -> bool:
-        """Place, describe and queue the job; False (the job reported failed) when it cannot be."""
+        """Place and describe the job and hand it to the submitter; False (the job reported failed)
+        when it cannot be described. The schedd's answer comes later, from the submitter's thread."""
         runtime = self._runtime
         # Feasibility first (placement.py): a job no site can run fails alone, before any annex is
         # requested or anything submitted; the rest of the run goes on.
@@ -156,24 +160,28 @@ class Executor(RemoteExecutor):
         if hold_for_annex:
             # HTCondor creates an annex only for a user with a job queued for it: queue it held first.
             submit["hold"] = "true"
-        try:
-            result = runtime.connection.schedd.submit(submit)
-        except Exception as error:  # htcondor2.HTCondorException, the embedded pool's PoolRequestError
+
+        def submitted(result):
+            if hold_for_annex:
+                status = runtime.annexes.ensure(site)
+                if status.state is AnnexState.WAITING:
+                    self.logger.warning(status.message)  # the user has to act
+                elif status.message:
+                    self.logger.info(status.message)
+            job_id = f"{result.cluster()}.{result.first_proc()}"
+            where = f" on {site.name}" if site else ""
+            self.logger.info(f"Submitted job {job.jobid} as HTCondor job {job_id}{where}"
+                             + (" (held until its annex is up)" if hold_for_annex else ""))
+            self._track(job, job_id, site, hold_for_annex, stderr=submit.get("error"), spec=spec,
+                        prepared_script=command.prepared_script)
+
+        def refused(error: Exception):  # htcondor2.HTCondorException, the embedded pool's PoolRequestError
+            self._remove_prepared_script(command.prepared_script)
             self.report_job_error(SubmittedJobInfo(job), msg=f"The schedd refused to queue job {job.jobid}: "
                                                             f"{secrets.redact(str(error))} ")
-            return False
-        if hold_for_annex:
-            status = runtime.annexes.ensure(site)
-            if status.state is AnnexState.WAITING:
-                self.logger.warning(status.message)  # the user has to act
-            elif status.message:
-                self.logger.info(status.message)
-        job_id = f"{result.cluster()}.{result.first_proc()}"
-        where = f" on {site.name}" if site else ""
-        self.logger.info(f"Submitted job {job.jobid} as HTCondor job {job_id}{where}"
-                         + (" (held until its annex is up)" if hold_for_annex else ""))
-        self._track(job, job_id, site, hold_for_annex, stderr=submit.get("error"), spec=spec,
-                    prepared_script=command.prepared_script)
+
+        # Off Snakemake's main thread (submission.py); the schedd's answer comes back through these.
+        self._submitter.submit(submit, submitted, refused)
         return True
 
     def _track(self, job: JobExecutorInterface, job_id: str, site, held_for_annex: bool, stderr,
@@ -280,6 +288,11 @@ class Executor(RemoteExecutor):
         for member in sorted(job.jobs, key=lambda member: member.rule.name):
             member.log_error(f"failed with its {group}, see above", indent=True, **kwargs)
 
+    def cancel(self):
+        # Jobs still being submitted are submitted first, so that cancelling removes them too.
+        self._stop_submitting()
+        super().cancel()
+
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]):
         # Ctrl-C must end the run whatever the schedd does: jobs that have just left the queue are
         # no error (the schedd counts them not found), and a schedd that does not answer is said.
@@ -293,11 +306,16 @@ class Executor(RemoteExecutor):
                               "queued: remove them (condor_rm) once the schedd answers again")
 
     def shutdown(self):
+        self._stop_submitting()
         super().shutdown()
         if self._runtime is not None:
             self._runtime.tracker.close()
 
     # -- helpers ---------------------------------------------------------------
+
+    def _stop_submitting(self) -> None:
+        if self._submitter is not None:  # None: __post_init__ failed before there was one
+            self._submitter.stop()
 
     def _still_active(self, job_info: SubmittedJobInfo) -> bool:
         """Act on what the event log says about one job; False once it is reported."""

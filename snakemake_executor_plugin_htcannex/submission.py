@@ -1,0 +1,56 @@
+"""Submits jobs to the schedd on a thread of its own, in the order they come.
+
+Snakemake calls the executor's run_job on its main thread, which also picks the next jobs
+to run: waiting there for each submit's round trip to the schedd (a socket round trip to
+the embedded pool, a network one to a real access point, each longer while the schedd is
+busy) held every further job back by it. The executor builds and checks a job's submit
+description on the main thread (a bad value still fails at once, naming the rule), then
+hands the description here; what the schedd answers comes back through the callbacks,
+from this thread: the job id, or the error, which fails that job (as a refused
+`condor_submit` fails only that submit).
+"""
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import htcondor2
+
+Submitted = Callable[[Any], None]  # gets what schedd.submit returned
+Refused = Callable[[Exception], None]  # gets what it raised
+_STOP = object()
+log = logging.getLogger(__name__)
+
+
+class Submitter:
+    def __init__(self, schedd):
+        self._schedd = schedd
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._submit_forever, name="htcannex-submit", daemon=True)
+        self._thread.start()
+
+    def submit(self, description: htcondor2.Submit, on_submitted: Submitted, on_refused: Refused) -> None:
+        """Queue one submit; the callbacks run on the submitting thread once the schedd answered."""
+        if not self._thread.is_alive():
+            raise RuntimeError("the submitter was stopped: nothing more can be submitted")
+        self._queue.put((description, on_submitted, on_refused))
+
+    def stop(self) -> None:
+        """Submit what is queued, then stop; returns when every queued job has its answer."""
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join()
+
+    def _submit_forever(self):
+        while (item := self._queue.get()) is not _STOP:
+            description, on_submitted, on_refused = item
+            try:
+                try:
+                    result = self._schedd.submit(description)
+                except Exception as error:  # the schedd refused it, or could not be reached
+                    on_refused(error)
+                else:
+                    on_submitted(result)
+            except Exception:  # a callback's own failure must not stop the submits queued after it
+                log.exception("handling a submit's answer failed")
