@@ -15,6 +15,7 @@ from htcondor_codes import HoldCode, JobStatus, OutOfResources, status_word
 
 from . import dollardollar, jobads, local_universe, starter, transfer
 from .eventlog import UserLog, open_log
+from .output_transfer import Outcome, OutputTransfers
 from .policy import PoolPolicy
 from .removal import BackgroundRemoval
 from .slots import Annex, Slot, free_disk_kib, ordinary_slots
@@ -94,7 +95,8 @@ class Scheduler:
                  on_job_exit: Callable[[], None] = lambda: None):
         self.spool, self.origin = spool, origin
         self.policy = PoolPolicy.load(spool)
-        self.on_job_exit = on_job_exit  # called from a waiter thread as soon as a job's process exits
+        # Called from another thread as soon as a job's process exits or its outputs are back.
+        self.on_job_exit = on_job_exit
         self.execute_dir = spool / "execute"
         self.checkpoint_dir = spool / "checkpoints"
         self.store = QueueStore(spool / "queue.sqlite3")
@@ -112,6 +114,7 @@ class Scheduler:
         self._last_memory_sample = 0.0
         self._recover()
         self.sandbox_removal = BackgroundRemoval(self.execute_dir / "being-removed")
+        self.output_transfers = OutputTransfers(origin, on_job_exit)
 
     # ---- start-up and shutdown
 
@@ -322,8 +325,9 @@ class Scheduler:
         running = self.running.pop(key, None)
         if running is None:
             return None
-        running.kill(why)
-        _record_usage(self.jobs[key], running)
+        if running.process.returncode is None:  # not one that has exited and is sending its outputs
+            running.kill(why)
+            _record_usage(self.jobs[key], running)
         return self._release_slot(running)
 
     def _release_slot(self, running: starter.RunningJob) -> Slot | None:
@@ -553,32 +557,49 @@ class Scheduler:
     def _exited(self, running: starter.RunningJob, returncode: int):
         key = running.key
         ad = self.jobs[key]
-        del self.running[key]
         if local_universe.is_local(ad):
+            del self.running[key]
             self._exited_locally(ad, running, returncode)
             return
-        slot = next(slot for slot in self._slots() if slot.name == running.slot_name)
-        log = UserLog(ad)
         _record_usage(ad, running)
         if "CheckpointExitCode" in ad and returncode == ad["CheckpointExitCode"]:
             # Self-checkpointing job: keep its checkpoint and start it again on the same slot.
+            del self.running[key]
             transfer.save_checkpoint(ad, running.sandbox, self._checkpoint_dir(key))
-            self._release_slot(running)
-            self._start(ad, slot)
+            self._start(ad, self._release_slot(running))
             return
-        succeeded = returncode == ad.get("SuccessExitCode", 0)
-        sent = 0
         if ad["ShouldTransferFiles"] == "YES":
-            log.transfer("output", finished=False)
-            try:
-                # Expanded from the MATCH_* values the start kept (the slot may be gone by now).
-                sent = transfer.stage_out(dollardollar.expand(ad, None), running.sandbox, self.origin,
-                                          running.inputs_before, succeeded)
-            except transfer.TransferError as error:
-                self._release_slot(running)
-                self._hold(ad, str(error), error.code, error.subcode)
-                return
+            # Still running on its slot until its outputs are back (output_transfer.py).
+            UserLog(ad).transfer("output", finished=False)
+            # Expanded from the MATCH_* values the start kept (the slot may be gone by now).
+            self.output_transfers.send(dollardollar.expand(ad, None), running, self._succeeded(ad, returncode))
+            return
+        del self.running[key]
+        self._ended(ad, running, 0)
+
+    @staticmethod
+    def _succeeded(ad: classad2.ClassAd, returncode: int) -> bool:
+        return returncode == ad.get("SuccessExitCode", 0)
+
+    def _finish_output_transfers(self):
+        for running, outcome in self.output_transfers.finished():
+            if self.running.get(running.key) is not running:
+                continue  # removed, held or evicted while its outputs were on their way
+            del self.running[running.key]
+            self._ended(self.jobs[running.key], running, outcome)
+
+    def _ended(self, ad: classad2.ClassAd, running: starter.RunningJob, outcome: Outcome):
+        """A job's process has exited and its outputs are back (`outcome`: the bytes sent) or
+        failed to come back (the TransferError, which holds the job)."""
+        log = UserLog(ad)
+        returncode = running.process.returncode
+        if isinstance(outcome, transfer.TransferError):
+            self._release_slot(running)
+            self._hold(ad, str(outcome), outcome.code, outcome.subcode)
+            return
+        if ad["ShouldTransferFiles"] == "YES":
             log.transfer("output", finished=True)
+        sent = outcome
         ad["BytesSent"] = ad.get("BytesSent", 0) + sent
         run_bytes = (sent, running.bytes_received)
         self._release_slot(running)
@@ -589,14 +610,14 @@ class Scheduler:
         else:
             ad.update({"ExitBySignal": False, "ExitCode": returncode})
             retries = ad.get("JobMaxRetries")
-            if not succeeded and retries is not None and ad["NumJobCompletions"] <= retries:
+            if not self._succeeded(ad, returncode) and retries is not None and ad["NumJobCompletions"] <= retries:
                 log.requeued_after_exit(returncode, run_bytes)
                 self._set_status(ad, JobStatus.IDLE)
                 self.store.save(ad)
                 return
             log.terminated(returncode, run_bytes=run_bytes)
         ad["CompletionDate"] = int(time.time())
-        shutil.rmtree(self._checkpoint_dir(key), ignore_errors=True)
+        shutil.rmtree(self._checkpoint_dir(_key(ad)), ignore_errors=True)
         self._set_status(ad, JobStatus.COMPLETED)
         self._retire(ad)
 
@@ -606,6 +627,8 @@ class Scheduler:
         if sample_memory:
             self._last_memory_sample = now
         for key, running in list(self.running.items()):
+            if running.process.returncode is not None:
+                continue  # exited already: its outputs are on their way back
             returncode = running.poll()
             if returncode is not None:
                 self._exited(running, returncode)
@@ -696,6 +719,7 @@ class Scheduler:
         busy_before = set(self.running)
         with self.store.transaction():  # one commit per pass, however many jobs changed
             self._annex_lifecycle(now)
+            self._finish_output_transfers()
             self._monitor(now)
             self._periodic(now)
             if self.negotiate_needed:
