@@ -39,10 +39,11 @@ class ScheddWatch:
         except UNANSWERED as error:
             self.unanswered(error)
             return False
-        self.answered()
+        self._answered()
         return True
 
     def unanswered(self, error: Exception) -> None:
+        """A schedd call failed: said once per outage; the next status checks ask again."""
         if self._down_since is not None:
             return
         self._down_since = time.monotonic()
@@ -53,7 +54,7 @@ class ScheddWatch:
         self._logger.warning(f"The schedd does not answer or refused a status check ({error}). htcannex keeps the "
                              f"jobs as they are and asks again at every status check; Ctrl-C ends the run.{fix}")
 
-    def answered(self) -> None:
+    def _answered(self) -> None:
         if self._down_since is not None:
             self._logger.warning(f"The schedd answers again, after {time.monotonic() - self._down_since:.0f} s")
             self._down_since = None
