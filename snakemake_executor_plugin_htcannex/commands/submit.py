@@ -110,20 +110,22 @@ def probe_python(owner: JobOwner, python: str, workdir: Path) -> tuple[str | Non
 def driver_python(owner: JobOwner, requested: str | None, workdir: Path) -> str:
     """The Python the driver runs: it must start, as the job's owner, with Snakemake and htcannex.
 
-    This one, when you are the owner; else (as root) the first that works for the owner of
-    `requested`, this one, and the `python3`/`python` on PATH (the driver's PATH is yours).
+    `requested` if given; else this one when you are the owner; else (as root, for another owner)
+    the first of this one and the `python3`/`python` on PATH (the driver's PATH is yours) that does.
     """
     if requested is None and owner.is_me:
         return sys.executable
+    candidates = [requested] if requested else [sys.executable, *pythons_on_path(os.environ["PATH"])]
     refused = []
-    for python in dict.fromkeys([requested] if requested else [sys.executable, *pythons_on_path(os.environ["PATH"])]):
+    for python in dict.fromkeys(candidates):
         imported, why = probe_python(owner, python, workdir)
         if imported is None:
             refused.append(f"  {python}: {why}")
             continue
-        if python != sys.executable and not requested:
-            print(f"htcannex submit: the driver runs as {owner.name}, who cannot run this Python "
-                  f"({sys.executable}): it runs {python} instead (--python to choose)", file=sys.stderr)
+        if refused and not requested:
+            print(f"htcannex submit: the driver runs as {owner.name}, for whom this Python does not start "
+                  f"with snakemake and htcannex ({refused[0].strip()}): it runs {python} (--python to choose)",
+                  file=sys.stderr)
         if Path(imported).resolve() != Path(driver_job.__file__).resolve():
             print(f"htcannex submit: {python} runs the htcannex in {Path(imported).parent}, not this one "
                   f"({Path(driver_job.__file__).parent})", file=sys.stderr)

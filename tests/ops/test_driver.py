@@ -166,3 +166,12 @@ def test_submit_refuses_arguments_snakemake_refuses_and_a_dry_run(workdir, user_
     # The driver's arguments are kept in its job ad: no secret goes there.
     secret = submit(workdir, user_env, "run0-chunk0.txt", "--config", "API_TOKEN=abcdefgh12345")
     assert secret.returncode == 2 and "holds a secret" in secret.stderr and "abcdefgh12345" not in secret.stderr
+
+
+def test_submit_refuses_a_python_the_driver_cannot_start_with(workdir, user_env, embedded_pool):
+    refused = htcannex(workdir, user_env, "submit", "--python", "/nonexistent/python", "--profile", str(workdir),
+                       "run0-chunk0.txt")
+    assert refused.returncode == 2
+    assert "can run no Python with snakemake and htcannex" in refused.stderr
+    assert "/nonexistent/python: [Errno 2] No such file or directory" in refused.stderr
+    assert embedded_pool.schedd().query("true", ["ClusterId"]) == []
