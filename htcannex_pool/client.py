@@ -162,7 +162,9 @@ class Pool:
         try:
             answer = self._send(op, args)
         except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, BrokenPipeError):
-            answer = None
+            # This thread's kept connection led to a daemon that has exited; another may serve now
+            # (a client restarted it): ask once more on a new connection before saying none does.
+            answer = self._answer_on_a_new_connection(op, args)
         except TimeoutError:
             raise self._stuck() from None
         if answer is None or answer.get("kind") == "stopping":
@@ -181,6 +183,14 @@ class Pool:
         if answer.get("kind") == "request":
             raise PoolRequestError(answer["error"])
         raise PoolError(f"pool daemon error (see {self.spool_dir / 'daemon.log'}): {answer['error']}")
+
+    def _answer_on_a_new_connection(self, op: str, args: dict) -> dict | None:
+        try:
+            return self._send(op, args)
+        except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, BrokenPipeError):
+            return None
+        except TimeoutError:
+            raise self._stuck() from None
 
     def recorded_pid(self) -> int | None:
         """The pid the serving daemon wrote into the spool, if any."""

@@ -40,6 +40,8 @@ def test_a_killed_pool_daemon_is_said_and_its_job_runs_again(tmp_path, user_env,
     assert snakemake.returncode == 0, output[-3000:]
     assert "ended without shutting down (killed or crashed); starting a new one" in output
     assert (work / "a.txt").read_text() == "done\n"
+    # This client's connection led to the killed daemon; it finds the new one (and stops it after).
+    assert embedded_pool.status()["running"]
 
 
 def test_a_job_no_slot_can_run_fails_within_the_idle_timeout_with_the_explanation(tmp_path, user_env):
