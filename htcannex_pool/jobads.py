@@ -311,7 +311,7 @@ def build_cluster(items: dict[str, str], procs: list[dict[str, str]], *, cluster
 
 def environment_of(ad: classad2.ClassAd) -> dict[str, str]:
     """The environment a job ad asks for."""
-    return quoting.parse_environment(f'"{ad.get("Environment", "")}"')
+    return quoting.parse_raw_environment(ad.get("Environment", ""))
 
 
 def arguments_of(ad: classad2.ClassAd) -> list[str]:

@@ -91,11 +91,11 @@ def parse_environment(value: str) -> dict[str, str]:
     return environment
 
 
-def _quote_item(item: str, double_quotes: bool = True) -> str:
-    escaped = item.replace('"', '""') if double_quotes else item
+def _quote_item(item: str) -> str:
+    """One item in the raw new syntax: a double quote is itself (see join_arguments)."""
     if item and not any(char.isspace() or char == "'" for char in item):
-        return escaped
-    return "'" + escaped.replace("'", "''") + "'"
+        return item
+    return "'" + item.replace("'", "''") + "'"
 
 
 def join_arguments(argv: list[str]) -> str:
@@ -103,14 +103,20 @@ def join_arguments(argv: list[str]) -> str:
     (condor_arglist.cpp, append_arg), without the outer double quotes and with a double quote as
     itself (`""` is the submit file's way of writing one inside its quoted value). The match-time
     `$$()` expansion (dollardollar.py) reads this text as the schedd does."""
-    return " ".join(_quote_item(item, double_quotes=False) for item in argv)
+    return " ".join(_quote_item(item) for item in argv)
 
 
 def parse_raw_arguments(raw: str) -> list[str]:
     """The argv a job ad's `Arguments` (join_arguments' form) gives the job."""
-    return _split_new_syntax("Arguments", raw.replace('"', '""'))
+    return parse_arguments('"' + raw.replace('"', '""') + '"')
 
 
 def join_environment(environment: dict[str, str]) -> str:
-    """The new-syntax body for `environment`, as HTCondor stores it in the job ad."""
-    return " ".join(_quote_item(f"{name}={value}") for name, value in environment.items())
+    """What HTCondor keeps in a job ad's `Environment`: its entries in join_arguments' raw form
+    (env.cpp, getDelimitedStringV2Raw joins them as arguments)."""
+    return join_arguments([f"{name}={value}" for name, value in environment.items()])
+
+
+def parse_raw_environment(raw: str) -> dict[str, str]:
+    """The variables a job ad's `Environment` (join_environment's form) sets."""
+    return parse_environment('"' + raw.replace('"', '""') + '"')
