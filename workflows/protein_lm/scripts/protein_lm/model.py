@@ -103,7 +103,7 @@ class ProteinRegressor(nn.Module):
         if self.position is not None:
             x = x + self.position[:length]
         # A mask only where a sequence is shorter than the batch: one protein's batches (every
-        # batch of a METL-Local run) need none and compute exactly what they did before.
+        # batch of a METL-Local run) need none.
         keep = None if bool((lengths == length).all()) else torch.arange(length, device=tokens.device) < lengths[:, None]
         for block in self.blocks:
             x = block(x, keep)
@@ -115,8 +115,11 @@ class ProteinRegressor(nn.Module):
         # structure), so the head sees the variant's representation minus its wild type's:
         # a variant differs in a handful of the 238 positions, and without the difference
         # that signal drowns in what every sequence shares.
-        wild_types = self.encode(self.wild_types, self.lengths)
-        return self.head(self.encode(tokens, self.lengths[protein]) - wild_types[protein])
+        # Only the batch's own wild types: METL-Global has 148 proteins and batches of 128.
+        present, which = torch.unique(protein, return_inverse=True)
+        lengths = self.lengths[present]
+        wild_types = self.encode(self.wild_types[present, : int(lengths.max())], lengths)
+        return self.head(self.encode(tokens, self.lengths[protein]) - wild_types[which])
 
     def replace_head(self, n_outputs: int, dropout: float = 0.0) -> None:
         """Fine-tuning keeps the pretrained encoder and starts a fresh linear head after dropout
