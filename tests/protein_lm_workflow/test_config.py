@@ -50,3 +50,10 @@ def test_indivisible_heads_are_refused_with_the_run_named(tmp_path):
     result = snakemake(tmp_path, "-n", "--configfile", str(tmp_path / "bad.yaml"))
     assert result.returncode != 0
     assert "d_model 32 must be divisible by n_heads 3" in result.stdout
+
+
+def test_a_protein_shorter_than_the_library_stops_the_workflow_before_it_runs(tmp_path):
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({"data": {"synthetic_protein_lengths": [120, 10]}}))
+    result = snakemake(tmp_path, "-n", "--configfile", str(tmp_path / "bad.yaml"))
+    assert result.returncode != 0
+    assert "data.synthetic_protein_lengths [10] are shorter than data.library_sites 24; lengthen them" in result.stdout

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from protein_lm.config import ConfigError
 from protein_lm.data import SCORE_TERMS, DataConfig, DataError, generate, load_splits
 from protein_lm.sequence import AVGFP, encode
 
@@ -80,7 +81,7 @@ def test_more_proteins_of_other_lengths(tmp_path, tiny_data):
 
 
 def test_a_protein_shorter_than_the_library_names_the_keys(tmp_path):
-    with pytest.raises(ValueError, match=r"data.synthetic_protein_lengths \[8\] are shorter than data.library_sites 10"):
+    with pytest.raises(ConfigError, match=r"data.synthetic_protein_lengths \[8\] are shorter than data.library_sites 10"):
         generate(DataConfig(**TINY_DATA | {"synthetic_protein_lengths": [8]}), *(tmp_path / n for n in ("s.npz", "e.npz", "m.json")))
 
 

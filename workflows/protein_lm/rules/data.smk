@@ -1,3 +1,8 @@
+from protein_lm.data import DataConfig
+
+DataConfig(**config["data"]).check("config (config/config.yaml and --config)")  # before anything runs
+
+
 rule make_data:
     """The SYNTHETIC data set, made once and shared by every run."""
     output:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .config import ConfigError
 from .sequence import AA_INDEX, AMINO_ACIDS, AVGFP, encode
 
 # Names borrowed from Rosetta's ref2015 energy terms; the values are synthetic.
@@ -48,6 +49,12 @@ class DataConfig:
     val_fraction: float
     experimental_test_fraction: float
     synthetic_protein_lengths: list    # more proteins (METL-Global style), SYNTHETIC sequences of these lengths
+
+    def check(self, source: str) -> None:
+        """What the schema cannot say: every protein is long enough for the library's sites."""
+        if short := [n for n in self.synthetic_protein_lengths if n < self.library_sites]:
+            raise ConfigError(f"{source}: data.synthetic_protein_lengths {short} are shorter than data.library_sites "
+                              f"{self.library_sites}; lengthen them or lower library_sites")
 
 
 @dataclass(frozen=True)
@@ -171,9 +178,7 @@ def synthetic_sequence(rng: np.random.Generator, length: int) -> str:
 
 
 def generate(cfg: DataConfig, simulated_path: Path, experimental_path: Path, metadata_path: Path) -> None:
-    if short := [n for n in cfg.synthetic_protein_lengths if n < cfg.library_sites]:
-        raise ValueError(f"data.synthetic_protein_lengths {short} are shorter than data.library_sites "
-                         f"{cfg.library_sites}; lengthen them or lower library_sites")
+    cfg.check("data config")
     rng = np.random.default_rng(cfg.seed)
     sites, avgfp = make_library(rng, AVGFP, cfg, cfg.n_variants + cfg.n_experimental)
     # Its own generator, so that hidden_fraction 0 leaves every other number as it was.
