@@ -13,6 +13,7 @@ holding the Snakefile or one of its includes, other than installed packages), an
 by string constants of `run:` blocks that exist below the working directory.
 """
 import os
+import site
 import sys
 import sysconfig
 from pathlib import Path
@@ -38,7 +39,10 @@ def _workflow_dirs(workflow) -> set[Path]:
 
 
 def _imported_modules(dirs: set[Path]) -> list[Path]:
+    # Installed packages are the execute side's business (its Python or container image), also
+    # the user's own site-packages, which lies below a home directory holding an included file.
     installed = {Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib", "stdlib")}
+    installed.add(Path(site.getusersitepackages()).resolve())
     modules = []
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
