@@ -2,10 +2,13 @@
 by phase (run by bench/chunking.py).
 
 `python -m bench.chunk_job SPAWNED_AT SPEC_JSON` runs the workflow's scripts/train_chunk.py as
-__main__ with the chunk's arguments (SPEC_JSON's argv). It prints one JSON line: seconds spent on
-interpreter start-up (SPAWNED_AT is when the parent started this process), the script's imports, configure (threads, deterministic algorithms), data load, model build,
-checkpoint load, checkpoint save, and the rest of train_chunk (training). The parent adds
-what is left of the process's wall time (the script's last lines and interpreter exit).
+__main__ with the chunk's arguments (SPEC_JSON's argv). It prints one JSON line: "phases", the
+wall seconds spent on interpreter start-up (SPAWNED_AT is when the parent started this process),
+the script's imports, configure (threads, deterministic algorithms), data load, model build,
+checkpoint load, checkpoint save, and the rest of train_chunk (training); and "training cpu",
+the CPU seconds of that training. The parent adds what is left of the process's wall time (the
+script's last lines and interpreter exit) and takes the process's CPU outside training from
+its own rusage.
 """
 import time
 
@@ -19,13 +22,13 @@ import sys  # noqa: E402
 IN_CHUNK = ("configure", "data", "model", "ckpt load", "ckpt save")
 
 
-def _timing(phases: dict, name: str, function):
+def _timing(phases: dict, name: str, function, clock=time.perf_counter):
     def timed(*args, **kwargs):
-        started = time.perf_counter()
+        started = clock()
         try:
             return function(*args, **kwargs)
         finally:
-            phases[name] = phases.get(name, 0.0) + time.perf_counter() - started
+            phases[name] = phases.get(name, 0.0) + clock() - started
 
     return timed
 
@@ -33,6 +36,7 @@ def _timing(phases: dict, name: str, function):
 def main(spawned_at: str, spec_json: str) -> None:
     spec = json.loads(spec_json)
     phases = {"startup": STARTED - float(spawned_at)}
+    cpu = {}  # the same phases' CPU seconds, for training's
     began = time.perf_counter()
     # As `python scripts/train_chunk.py ARGS`: the script's directory first on sys.path.
     sys.path[:0] = spec["search_path"]
@@ -41,23 +45,24 @@ def main(spawned_at: str, spec_json: str) -> None:
 
     # The phases are the entry point's own calls, timed where training.py looks them up;
     # train_chunk itself is wrapped before the script imports it.
-    training.configure = _timing(phases, "configure", training.configure)
-    training.load_splits = _timing(phases, "data", training.load_splits)
-    training.build_model = _timing(phases, "model", training.build_model)
-    checkpoint.load = _timing(phases, "ckpt load", checkpoint.load)
-    checkpoint.save = _timing(phases, "ckpt save", checkpoint.save)
+    for module, function, phase in ((training, "configure", "configure"), (training, "load_splits", "data"),
+                                    (training, "build_model", "model"), (checkpoint, "load", "ckpt load"),
+                                    (checkpoint, "save", "ckpt save")):
+        timed = _timing(cpu, phase, getattr(module, function), time.process_time)
+        setattr(module, function, _timing(phases, phase, timed))
     entered = {}
     train_chunk = training.train_chunk
 
     def timed_train_chunk(job):
         entered["at"] = time.perf_counter()
-        return _timing(phases, "train_chunk", train_chunk)(job)
+        return _timing(phases, "train_chunk", _timing(cpu, "train_chunk", train_chunk, time.process_time))(job)
 
     training.train_chunk = timed_train_chunk
     runpy.run_path(spec["script"], run_name="__main__")
     phases["imports"] = entered["at"] - began
     phases["training"] = phases.pop("train_chunk") - sum(phases.get(name, 0.0) for name in IN_CHUNK)
-    print(json.dumps(phases))
+    training_cpu = cpu.pop("train_chunk") - sum(cpu.get(name, 0.0) for name in IN_CHUNK)
+    print(json.dumps({"phases": phases, "training cpu": training_cpu}))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@ htcannex, 0.1.2 queries the schedd per job).
 The jobs are real: submitted one cluster each (as both executors do) to an embedded pool
 with no slots, so they stay idle and the queue holds exactly n active jobs. Each executor
 is driven through its own check_active_jobs, with its schedd (the seam object) wrapped in
-a counter. Polls measured per size:
+a counter. htcannex is measured twice: with jobs that wait for nothing but a slot, and with
+jobs waiting for their annexes ("annex wait": submitted held, spread over the local
+profile's annex sites, each annex requested in the ledger and not up yet), which also asks
+the collector and reads the annex ledger (both counted). Polls measured per size:
 - first:  reads the n submit events of a log it has not seen;
 - steady: nothing new in the log (the common case between events), median of several;
 - events: after 10 jobs were held and released (20 new events).
@@ -30,9 +33,10 @@ from types import SimpleNamespace
 import htcondor2
 from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 
-from .common import header, own_cpu_s
+from .common import REPO, header, own_cpu_s
 
 PEER_VENVS = [Path("/tmp/peer"), Path("/tmp/peer-old")]
+PROFILE_CATALOGUE = REPO / "profiles" / "local" / "htcannex.yaml"
 STEADY_POLLS = 5
 EVENT_JOBS = 10
 SLOW_POLL_S = 30.0
@@ -49,20 +53,20 @@ def add_arguments(parser) -> None:
                             "snakemake-executor-plugin-htcondor`, and ==0.1.2 in /tmp/peer-old)")
 
 
-class CountingSchedd:
-    """The seam object with every call counted by name."""
+class Counting:
+    """An object (the schedd, the collector, the annex ledger) with every call counted in `calls`
+    as `prefix` + the method's name."""
 
-    def __init__(self, schedd):
-        self._schedd = schedd
-        self.calls = Counter()
+    def __init__(self, target, calls: Counter, prefix: str = ""):
+        self._target, self._calls, self._prefix = target, calls, prefix
 
     def __getattr__(self, name):
-        target = getattr(self._schedd, name)
+        target = getattr(self._target, name)
         if not callable(target):
             return target
 
         def counted(*args, **kwargs):
-            self.calls[name] += 1
+            self._calls[self._prefix + name] += 1
             return target(*args, **kwargs)
 
         return counted
@@ -70,15 +74,16 @@ class CountingSchedd:
 
 def run(args) -> None:
     header("status-tracking cost per poll (check_active_jobs)")
-    executors = {"htcannex": _HtcannexDriver}
+    executors = {"htcannex": _HtcannexDriver, "htcannex, annex wait": _AnnexWaitDriver}
     for venv in args.peer_venvs:
         peer = _import_peer(venv)
         if isinstance(peer, str):
             print(f"   peer plugin not measured: {peer}")
         else:
             print(f"   {peer.label}: {peer.__file__}")
-            executors[peer.label] = lambda log, schedd, peer=peer: _PeerDriver(peer, log, schedd)
-    print(f"   {'executor':14} {'jobs':>6}  {'poll':7} {'schedd calls':>22} {'CPU ms':>9} {'wall ms':>9}")
+            executors[peer.label] = lambda log, pool, calls, peer=peer: _PeerDriver(peer, log, pool, calls)
+    print(f"   {'executor':20} {'jobs':>6}  {'poll':7} {'calls (schedd unless named)':>44} {'CPU ms':>9} "
+          f"{'wall ms':>9}")
     slowest = {}  # executor -> (jobs, wall ms) of its slowest poll so far
     for n in args.tracking_sizes:
         for name, driver_class in executors.items():
@@ -86,13 +91,13 @@ def run(args) -> None:
                 jobs, wall_ms = slowest[name]
                 projected_s = wall_ms / 1000 * n / jobs
                 if projected_s > SLOW_POLL_S:
-                    print(f"   {name:14} {n:>6}  skipped: a poll took {wall_ms / 1000:.0f} s with {jobs} jobs, "
+                    print(f"   {name:20} {n:>6}  skipped: a poll took {wall_ms / 1000:.0f} s with {jobs} jobs, "
                           f"so at least ~{projected_s:.0f} s here")
                     continue
             with tempfile.TemporaryDirectory(prefix="htcannex-bench-") as scratch:
                 for poll, calls, cpu_ms, wall_ms in _measure(Path(scratch), n, driver_class):
                     described = ", ".join(f"{count} {call}" for call, count in sorted(calls.items())) or "0"
-                    print(f"   {name:14} {n:>6}  {poll:7} {described:>22} {cpu_ms:9.2f} {wall_ms:9.1f}", flush=True)
+                    print(f"   {name:20} {n:>6}  {poll:7} {described:>44} {cpu_ms:9.2f} {wall_ms:9.1f}", flush=True)
                     if wall_ms > slowest.get(name, (n, 0.0))[1]:
                         slowest[name] = (n, wall_ms)
 
@@ -105,9 +110,10 @@ def _measure(scratch: Path, n: int, driver_class):
     try:
         schedd = pool.schedd()
         log = scratch / "jobs.log"
-        job_ids = _submit(schedd, log, n)
-        counting = CountingSchedd(schedd)
-        driver = driver_class(log, counting)
+        calls = Counter()
+        driver = driver_class(log, pool, calls)
+        held = getattr(driver, "held", False)
+        job_ids = _submit(schedd, log, n, held)
         active = driver.active_jobs(job_ids)
         first = driver.poll(active)
         yield ("first",) + first
@@ -116,56 +122,95 @@ def _measure(scratch: Path, n: int, driver_class):
         steady = [driver.poll(active) for _ in range(STEADY_POLLS)]
         yield ("steady", steady[-1][0], statistics.median(cpu for _, cpu, _ in steady),
                statistics.median(wall for _, _, wall in steady))
-        held = job_ids[:EVENT_JOBS]
-        schedd.act(htcondor2.JobAction.Hold, held, reason="bench")
-        schedd.act(htcondor2.JobAction.Release, held, reason="bench")
+        # 20 new events: held jobs released and held again, idle ones held and released
+        actions = (htcondor2.JobAction.Release, htcondor2.JobAction.Hold)
+        for action in actions if held else reversed(actions):
+            schedd.act(action, job_ids[:EVENT_JOBS], reason="bench")
         yield ("events",) + driver.poll(active)
     finally:
         pool.stop()
 
 
-def _submit(schedd, log: Path, n: int) -> list[str]:
-    """n idle jobs, one cluster each, all logging to one user log."""
-    description = htcondor2.Submit({"executable": "/bin/true", "log": str(log)})
+def _submit(schedd, log: Path, n: int, held: bool) -> list[str]:
+    """n idle (or held) jobs, one cluster each, all logging to one user log."""
+    description = htcondor2.Submit({"executable": "/bin/true", "log": str(log), "hold": str(held).lower()})
     return [f"{schedd.submit(description).cluster()}.0" for _ in range(n)]
 
 
 class _HtcannexDriver:
-    """htcannex's Executor with only what check_active_jobs uses (no Snakemake workflow)."""
+    """htcannex's Executor with only what check_active_jobs uses (no Snakemake workflow), its
+    annex manager on the local profile's catalogue."""
 
-    def __init__(self, log: Path, schedd: CountingSchedd):
+    held = False  # how the jobs are submitted
+
+    def __init__(self, log: Path, pool, calls: Counter):
+        from snakemake_executor_plugin_htcannex.annex import AnnexLedger, AnnexManager, EmbeddedBackend
+        from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
         from snakemake_executor_plugin_htcannex.executor import Executor
+        from snakemake_executor_plugin_htcannex.liveness import SILENT_CHECKS, ScheddWatch
         from snakemake_executor_plugin_htcannex.runtime import Runtime
         from snakemake_executor_plugin_htcannex.schedd import Connection
         from snakemake_executor_plugin_htcannex.tracking import EventLogTracker, HoldPolicy
 
-        self.schedd = schedd
+        self.calls = calls
+        catalogue = load_catalogue(PROFILE_CATALOGUE)
+        ledger = AnnexLedger(log.parent / "annex-requests.json")
+        self.sites = self._sites_waited_for(catalogue, ledger)
+        annexes = AnnexManager(Counting(pool.collector(), calls, "collector "), EmbeddedBackend(pool),
+                               Counting(ledger, calls, "ledger "), catalogue.annex, mode=catalogue.annex.mode)
+        schedd = Counting(pool.schedd(), calls)
         self.executor = Executor.__new__(Executor)
+        self.executor.logger = logging.getLogger("bench")
+        self.executor._unreported = set()
+        # As the local profile's status interval (1 s) sets it: a schedd query after 5 s of silence.
+        self.executor._watch = ScheddWatch(schedd, SILENT_CHECKS * 1.0, True, self.executor.logger)
         self.executor._runtime = Runtime(
-            config=None, connection=Connection(schedd, collector=None, annex_backend=None),
-            tracker=EventLogTracker(log), annexes=None, hold_policy=HoldPolicy(), submit_options=None,
+            config=catalogue, connection=Connection(schedd, collector=None, annex_backend=None),
+            tracker=EventLogTracker(log), annexes=annexes, hold_policy=HoldPolicy(), submit_options=None,
             idle_timeout_s=3600, direct_commands=False, job_python="python",
         )
         self.executor.status_rate_limiter = _rate_limiter()
-        self.executor.logger = logging.getLogger("bench")
+
+    def _sites_waited_for(self, catalogue, ledger) -> list:
+        return []  # the jobs wait for a slot only
 
     def active_jobs(self, job_ids: list[str]) -> list:
         from snakemake_executor_plugin_htcannex.executor import TrackedJob
 
+        sites = self.sites or [None]
         return [SubmittedJobInfo(SimpleNamespace(name="noop", jobid=i), external_jobid=job_id,
-                                 aux={"htcannex": TrackedJob(spec=None, site=None, held_for_annex=False, stderr=None)})
+                                 aux={"htcannex": TrackedJob(spec=None, site=sites[i % len(sites)],
+                                                             held_for_annex=self.held, stderr=None,
+                                                             prepared_script=None)})
                 for i, job_id in enumerate(job_ids)]
 
     def poll(self, active: list) -> tuple[Counter, float, int]:
-        return _counted_poll(self.executor, self.schedd, active)
+        return _counted_poll(self.executor, self.calls, active)
+
+
+class _AnnexWaitDriver(_HtcannexDriver):
+    """The jobs wait for their annexes, spread over the local profile's annex sites: each annex
+    requested (in the ledger) and not up, as between htcannex asking for an annex and its slots
+    appearing."""
+
+    held = True  # htcannex queues a job held while its annex is not up
+
+    def _sites_waited_for(self, catalogue, ledger) -> list:
+        from snakemake_executor_plugin_htcannex.annex import LedgerEntry
+
+        sites = [site for site in catalogue.sites.values() if site.kind == "annex" and not site.manual]
+        for site in sites:
+            ledger.add(LedgerEntry(site.annex_name, site.name, site.annex_core_hours, time.time(), site.lifetime_s))
+        return sites
 
 
 class _PeerDriver:
     """The peer's Executor after its own __post_init__, its `htcondor.Schedd()` answering with
     our counted pool schedd, its unified log being our jobs' log."""
 
-    def __init__(self, peer_module, log: Path, schedd: CountingSchedd):
-        self.schedd = schedd
+    def __init__(self, peer_module, log: Path, pool, calls: Counter):
+        self.calls = calls
+        schedd = Counting(pool.schedd(), calls)
         # Both versions call `htcondor.Schedd()` for every use (0.1.2 imports the version-1
         # bindings as `htcondor`, 0.3.0 imports htcondor2 as `htcondor`).
         peer_module.htcondor = SimpleNamespace(Schedd=lambda *a, **k: schedd, JobAction=htcondor2.JobAction)
@@ -183,17 +228,17 @@ class _PeerDriver:
                 for i, job_id in enumerate(job_ids)]
 
     def poll(self, active: list) -> tuple[Counter, float, int]:
-        return _counted_poll(self.executor, self.schedd, active)
+        return _counted_poll(self.executor, self.calls, active)
 
 
-def _counted_poll(executor, schedd: CountingSchedd, active: list) -> tuple[Counter, float, int]:
+def _counted_poll(executor, calls: Counter, active: list) -> tuple[Counter, float, int]:
     async def consume():
         return [job async for job in executor.check_active_jobs(active)]
 
-    schedd.calls.clear()
+    calls.clear()
     cpu, wall = own_cpu_s(), time.perf_counter()
     asyncio.run(consume())
-    return Counter(schedd.calls), (own_cpu_s() - cpu) * 1000, (time.perf_counter() - wall) * 1000
+    return Counter(calls), (own_cpu_s() - cpu) * 1000, (time.perf_counter() - wall) * 1000
 
 
 def _rate_limiter():

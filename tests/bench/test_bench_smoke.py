@@ -12,9 +12,9 @@ REPO = Path(__file__).resolve().parents[2]
 TINY = {
     "overhead": (["--overhead-jobs", "2", "--overhead-script-jobs", "2", "--overhead-parallel", "1",
                   "--overhead-chain", "2"], "run: latency"),
-    "tracking": (["--tracking-sizes", "3", "--peer-venvs"], "steady"),
-    "scale": (["--scale-sweeps", "1x2"], "x local CPU"),
-    "chunking": (["--chunking-variants", "20"], "one extra chunk costs"),
+    "tracking": (["--tracking-sizes", "3", "--peer-venvs"], "collector query"),  # the annex-wait rows
+    "scale": (["--scale-sweeps", "1x2"], "x local CPU  goal"),
+    "chunking": (["--chunking-variants", "20"], "s of CPU per extra chunk"),
     "chunking-e2e": (["--chunking-variants", "20"], "one extra chunk costs"),
 }
 
