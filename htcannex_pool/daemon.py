@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import protocol
+from . import local_universe, protocol
 from .scheduler import RequestError, Scheduler
 
 log = logging.getLogger("htcannex.pool")
@@ -137,6 +137,12 @@ class PoolDaemon:
                 if self._idle_too_long():
                     log.info("idle for %s s: exiting", self.idle_exit_s)
                     break
+        with self.lock:
+            ending = self.scheduler.signal_local_shutdown()
+        # Answering still, as a schedd does while its local jobs end: one may use it meanwhile
+        # (a Snakemake told to stop removes its jobs). shutdown() kills what is left.
+        while any(not local_universe.has_exited(job) and time.time() < kill_at for job, kill_at in ending):
+            time.sleep(0.05)
         server.shutdown()
         with self.lock:
             self.scheduler.shutdown()

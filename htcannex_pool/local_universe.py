@@ -19,10 +19,10 @@ JICLocalSchedd), and what is not:
   leaves the queue: an evicted event (the local starter logs a removal so) and
   the schedd's aborted event;
 - memory is not enforced (LOCAL_UNIVERSE_CGROUP_ENFORCEMENT defaults to false);
-- a schedd restart (the pool daemon stopping) kills the job and it is evicted;
-  the next start marks it idle and runs it again (mark_jobs_idle: a local job
-  cannot reconnect). The real starter first sends the soft-kill signal and waits
-  up to the vacate time; the pool kills at once.
+- a schedd restart (the pool daemon stopping) shuts the job down as the starter
+  does (its RemoveKillSig if set, else its KillSig; SIGKILL after the vacate
+  time) and it is evicted; the next start marks it idle and runs it again
+  (mark_jobs_idle: a local job cannot reconnect).
 """
 import os
 import signal
@@ -76,15 +76,38 @@ def launch(job: classad2.ClassAd, scratch: Path, on_exit: Callable[[], None]) ->
                               create_time=psutil.Process(process.pid).create_time())
 
 
+def _signal(name) -> signal.Signals:
+    return getattr(signal.Signals, str(name).upper(), signal.SIGTERM)
+
+
 def signal_removal(job: classad2.ClassAd, running: starter.RunningJob, reason: str) -> None:
     """condor_rm of a running local job: its RemoveKillSig now, SIGKILL after its vacate time."""
-    number = getattr(signal.Signals, str(job.get("RemoveKillSig", "SIGTERM")).upper(), signal.SIGTERM)
+    number = _signal(job.get("RemoveKillSig", "SIGTERM"))
     running.stopping = reason
     running.kill_at = time.time() + job.get("JobMaxVacateTime", DEFAULT_VACATE_S)
     try:
         os.kill(running.process.pid, number)
     except ProcessLookupError:
         pass
+
+
+def signal_shutdown(job: classad2.ClassAd, running: starter.RunningJob) -> float:
+    """A schedd's graceful shutdown of a running local job: the starter sends its RemoveKillSig if it
+    has one, else its KillSig (SIGTERM by default), and SIGKILLs it after the vacate time
+    (os_proc.cpp ShutdownGraceful / ShutdownFast). Returns that time."""
+    try:
+        os.kill(running.process.pid, _signal(job.get("RemoveKillSig", job.get("KillSig", "SIGTERM"))))
+    except ProcessLookupError:
+        pass
+    return time.time() + job.get("JobMaxVacateTime", DEFAULT_VACATE_S)
+
+
+def has_exited(running: starter.RunningJob) -> bool:
+    """Whether the job's process has exited (left unreaped for the scheduler)."""
+    try:
+        return os.waitid(os.P_PID, running.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # already reaped
+        return True
 
 
 def overdue(running: starter.RunningJob, now: float) -> bool:

@@ -141,6 +141,12 @@ class Scheduler:
                 self._evict(self.jobs[key], "the pool is shutting down")
         self.store.close()
 
+    def signal_local_shutdown(self) -> list[tuple[starter.RunningJob, float]]:
+        """Signal the running local jobs as a schedd shutting down does: [(job, when it is killed)]."""
+        return [(running, local_universe.signal_shutdown(self.jobs[key], running))
+                for key, running in self.running.items()
+                if local_universe.is_local(self.jobs[key]) and self.jobs[key]["JobStatus"] != JobStatus.REMOVED]
+
     def has_work(self) -> bool:
         """Whether the daemon must stay up: jobs that can still change state on their own."""
         return bool(self.running) or any(
