@@ -14,7 +14,9 @@ import classad2
 import htcondor2
 import pytest
 
+from snakemake_executor_plugin_htcannex.description import quote_new_syntax
 from snakemake_executor_plugin_htcannex.holds import Hold, HoldKind
+from snakemake_executor_plugin_htcannex.submit_values import literal
 
 from waiting import wait_until
 
@@ -287,5 +289,27 @@ def test_an_evicted_job_goes_back_to_idle_and_runs_again(backend):
         assert wait_for_event(backend, directory, job, JobEventType.JOB_EVICTED)
         # It is matched and started again (a second execute event).
         wait_for_event(backend, directory, job, JobEventType.EXECUTE, count=2)
+    finally:
+        remove(backend, job)
+
+
+def test_dollar_values_written_as_literals_reach_the_job_unchanged(backend):
+    # condor_submit expands $(...) and $(DOLLAR), the schedd $$(...) at match time (docs/pool.md).
+    values = ["$$(Memory)", "$(DOLLAR)", "$(Cluster)", "$ENV(HOME)", "a$b", "$$$(x)", "$$"]
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", 'for value in "$@"; do echo "$value"; done\n'),
+                 arguments=quote_new_syntax([literal(value) for value in values]))
+    terminated = wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
+    assert terminated["ReturnValue"] == 0
+    assert (directory / "out").read_text().splitlines() == values
+
+
+def test_a_match_time_macro_the_slot_cannot_expand_holds_the_job(backend):
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"),
+                 arguments="$$(HtcannexNoSuchSlotAttribute)")
+    try:
+        held = wait_for_event(backend, directory, job, JobEventType.JOB_HELD)
+        assert "Cannot expand $$ expression (HtcannexNoSuchSlotAttribute)" in held["HoldReason"]
     finally:
         remove(backend, job)
