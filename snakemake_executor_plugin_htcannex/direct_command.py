@@ -33,7 +33,7 @@ submit side's; a shell other than bash or sh; and a multi-line shell command.
 """
 import os
 import shlex
-import tempfile
+import uuid
 from pathlib import PurePosixPath
 
 from snakemake.script import PythonScript, get_source
@@ -136,8 +136,11 @@ def _script_command(job, workflow, options: SubmitOptions, python: str) -> JobCo
     )
     scripts_dir = paths.job_scripts_dir(options.workdir)
     scripts_dir.mkdir(parents=True, exist_ok=True)
-    handle, prepared = tempfile.mkstemp(prefix=f"{job.rule.name}-", suffix=f".{path.get_filename()}", dir=scripts_dir)
-    with os.fdopen(handle, "w") as out:
+    prepared = scripts_dir / f"{job.rule.name}-{uuid.uuid4().hex[:8]}.{path.get_filename()}"
+    # Created as any file Snakemake writes (0666 less the umask), not mkstemp's 0600: HTCondor's
+    # shadow reads input files as the job's owner, who need not be the submitter (root's jobs run
+    # as another user; a 0600 file was held 13/13 "Permission denied" on a real HTCondor 25.14.0).
+    with os.fdopen(os.open(prepared, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w") as out:
         out.write(preamble + source)  # as PythonScript.write_script
     prepared = os.path.relpath(prepared, options.workdir)
     command = f"{_making_directories(job)}{shlex.join([python, prepared])}"

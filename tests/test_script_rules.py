@@ -22,14 +22,15 @@ def copy_workflow(where: Path) -> Path:
     return where
 
 
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, *args: str, umask: int = 0o022) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run(["snakemake", *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=240)
+    return subprocess.run(["snakemake", *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=240,
+                          umask=umask)
 
 
-def on_pool(workdir: Path, pool, *targets: str) -> subprocess.CompletedProcess:
+def on_pool(workdir: Path, pool, *targets: str, umask: int = 0o022) -> subprocess.CompletedProcess:
     return snakemake(workdir, "--profile", str(REPO / "profiles" / "local"),
-                     "--htcannex-pool-dir", str(pool.spool_dir), "--retries", "0", "--verbose", *targets)
+                     "--htcannex-pool-dir", str(pool.spool_dir), "--retries", "0", "--verbose", *targets, umask=umask)
 
 
 def ran_snakemake(lineage: Path) -> bool:
@@ -76,3 +77,14 @@ def test_no_snakemake_in_a_python_script_job_and_snakemake_where_needed(tmp_path
     # A bash script: Snakemake's bash preamble, in the job.
     assert (workdir / "results" / "bash-alpha.txt").read_text() == "bash 1\n"
     assert "its script is bash" in result.stderr
+
+
+def test_the_prepared_script_is_created_as_snakemake_creates_files(tmp_path, embedded_pool):
+    """The job's owner may not be the submitter (root's jobs run as another user on a real pool) and
+    HTCondor reads input files as the owner: the prepared script follows the umask, as every file
+    Snakemake writes does, not a private 0600."""
+    pooled = copy_workflow(tmp_path / "pooled")
+    result = on_pool(pooled, embedded_pool, "--skip-script-cleanup", "results/report-alpha.json", umask=0o002)
+    assert result.returncode == 0, result.stderr[-4000:]
+    (prepared,) = (pooled / ".htcannex" / "scripts").iterdir()
+    assert prepared.stat().st_mode & 0o777 == 0o664
