@@ -147,3 +147,16 @@ def test_sizes_whose_fits_have_no_spearman_are_kept_and_counted():
     results = twins([0.0], same_weights=True)
     results[0].finetune["sweep"] = [{"method": "pretrained", "n_train": 8, "replicate": 0, "spearman": None}]
     assert [(row["n_train"], row["fits"], row["mean_spearman"]) for row in finetune_size_rows(results)] == [(8, 0, None)]
+
+
+def test_the_paired_difference_averages_each_runs_replicates_first():
+    """Runs, not fits, are independent (every run fine-tunes on the same draws): pretrained - ridge of
+    0.25 and 0.75 in one run and 0.5 and 0.5 in another is 0.5 in both runs, with no spread."""
+    results = twins([0.0, 0.0], same_weights=True)
+    for r, deltas in zip(results[::2], [(0.25, 0.75), (0.5, 0.5)]):
+        r.finetune["sweep"] = [row for replicate, delta in enumerate(deltas) for row in (
+            {"method": "pretrained", "n_train": 16, "replicate": replicate, "spearman": delta},
+            {"method": "ridge", "n_train": 16, "replicate": replicate, "spearman": 0.0})]
+    ridge = finetune_size_rows(results)[1]
+    assert ridge["fits"] == 4 and ridge["pretrained_minus_mean"] == 0.5
+    assert ridge["pretrained_minus_ci95_low"] is None  # per fit, deltas of 0.25-0.75 would have a CI

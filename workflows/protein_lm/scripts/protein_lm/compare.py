@@ -232,8 +232,9 @@ def finetune_size_rows(results: list[RunResult]) -> list[dict]:
     """Spearman against training-set size per method, over the pinned twins' fine-tuning sweeps
     (runs x replicates; the hopping twins fine-tune copies of the same question): mean with its
     95% CI across those fits, and for a baseline the paired difference pretrained - baseline on
-    the same draws (run and replicate), mean and 95% CI: "pretrained beats it" where the CI is
-    above 0. A fit whose predictions were constant has no Spearman; `fits` counts those that have one."""
+    the same draws, averaged over each run's replicates, then mean and 95% CI over the runs (the
+    replicates' draws are the same for every run, so runs, not fits, are the independent units):
+    "pretrained beats it" where that CI is above 0. A fit whose predictions were constant has no Spearman; `fits` counts those that have one."""
     values: dict[tuple[str, int], dict[tuple[str, int], float]] = {}
     for r in results:
         if r.variant == "baseline":
@@ -246,7 +247,11 @@ def finetune_size_rows(results: list[RunResult]) -> list[dict]:
         spread = mean_ci95(list(found.values()))
         row = {"method": method, "n_train": size, "fits": len(found), "mean_spearman": spread.pop("mean"), **spread}
         pretrained = values.get(("pretrained", size), {}) if method != "pretrained" else {}
-        paired = mean_ci95([pretrained[draw] - rho for draw, rho in found.items() if draw in pretrained])
+        per_run: dict[str, list[float]] = {}
+        for (run, replicate), rho in found.items():
+            if (run, replicate) in pretrained:
+                per_run.setdefault(run, []).append(pretrained[(run, replicate)] - rho)
+        paired = mean_ci95([statistics.fmean(deltas) for deltas in per_run.values()])
         rows.append(row | {f"pretrained_minus_{key}": value for key, value in paired.items() if key != "sd"})
     return rows
 
