@@ -29,7 +29,7 @@ from .description import JobSpec, build_submit, job_signature
 from .holds import Hold, memory_for_retry
 from .liveness import SILENT_CHECKS, ScheddWatch
 from .job_spec import JobCommand, job_spec, placement_request, products, rule_label, wildcards_of, with_memory
-from .placement import place
+from .placement import Request, place
 from .plan import plan_report
 from .rotation import RotationError
 from .runtime import EXECUTE_POINT_PATH, Runtime
@@ -533,12 +533,13 @@ class Executor(RemoteExecutor):
         if path and self.workflow.execution_settings.cleanup_scripts:
             (self._runtime.submit_options.workdir / path).unlink(missing_ok=True)
 
-    def _placement_request(self, job: JobExecutorInterface, spec: JobSpec) -> ResourceRequest:
+    def _placement_request(self, job: JobExecutorInterface, spec: JobSpec) -> Request:
         """What placement judges the job by: the plan's request (job_spec.placement_request), with
-        at least the memory a memory hold set for this job's next attempt."""
+        at least the memory a memory hold set for this job's next attempt (an MLDAG chunk's own
+        request_memory wins over it, as in its submit description)."""
         request = placement_request(spec.rule, job.resources, job.threads)
         floor = self._memory_floor.get(self._signature(spec))
-        if floor is not None and (request.memory_mb or 0) < floor:
+        if floor is not None and isinstance(request, ResourceRequest) and (request.memory_mb or 0) < floor:
             request = dataclasses.replace(request, memory_mb=floor)
         return request
 

@@ -17,9 +17,9 @@ from snakemake.common.tbdstring import TBDString
 from snakemake.io import is_flagged
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
-from . import osdf_transfer
+from . import osdf_transfer, submit_template
 from .description import JobSpec, SubmitOptions, duration_category, resource_request
-from .site import ResourceRequest
+from .placement import Request
 from .paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
 
 # A job runs a whole Snakemake process (~150 MB resident) besides the rule's
@@ -72,19 +72,21 @@ def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOpti
     )
 
 
-def placement_request(rule: str, resources: Mapping[str, object], threads: int) -> ResourceRequest:
+def placement_request(rule: str, resources: Mapping[str, object], threads: int) -> Request:
     """What placement.place judges a job by, the same in a dry run and in a run: the rule's
     resources with room for the job's own Snakemake, as a job that runs one asks for them (a plain
     shell rule run directly asks for less, and a site that admits this admits that). Raises
     SubmitValueError for a resource that is not a valid request, or a runtime no JobDurationCategory
     allows (no site runs it). A dry run has no value yet for a resource computed from input files
-    (Snakemake's <TBD>): it is not judged."""
+    (Snakemake's <TBD>): it is not judged. An MLDAG chunk's template lays its request_* over this,
+    for each site as filled there (submit_template.admission)."""
     known = {name: value for name, value in resources.items() if not isinstance(value, TBDString)}
     request = resource_request(JobSpec(rule=rule, jobid=0, argv=(), resources=_with_room_for_snakemake(known),
                                        threads=threads))
     if request.runtime_s is not None:
         duration_category(request.runtime_s, rule)
-    return request
+    template = submit_template.of(known)
+    return submit_template.admission(template, request, rule) if template else request
 
 
 def rule_label(job: JobExecutorInterface) -> str:

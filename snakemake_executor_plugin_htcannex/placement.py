@@ -10,13 +10,18 @@ A job no site of its rotation admits is impossible: it fails alone, with every s
 fix, and no annex is requested for it.
 
 The request judged is `job_spec.placement_request`: the rule's resources as a run would submit
-them (with room for the job's own Snakemake), so that the plan and the run agree.
+them (with room for the job's own Snakemake), so that the plan and the run agree. An MLDAG chunk's
+request depends on the site (its template's {resource.*}): then it is a function giving each
+site's verdict (submit_template.admission), judged the same way.
 """
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .rotation import Placement, Rotation
-from .site import ResourceRequest, Site
+from .site import Admission, ResourceRequest, Site
+
+# A job's request, or for a request that depends on the site, each site's verdict on it.
+Request = ResourceRequest | Callable[[Site], Admission]
 
 
 @dataclass(frozen=True)
@@ -30,16 +35,18 @@ class Skip:
 @dataclass(frozen=True)
 class Decision:
     """Where one attempt of one job runs: `site` (None with policy `any`: any slot), the sites
-    passed over before it, or `impossible` (why no site of the rotation can run it)."""
+    passed over before it, or `impossible` (why no site of the rotation can run it); `request`:
+    the job's request as `site` admits it."""
 
     placement: Placement  # the rotation's own choice, before any skip
     site: Site | None
     skipped: tuple[Skip, ...] = ()
     impossible: str | None = None
+    request: ResourceRequest | None = None
 
 
 def place(rotation: Rotation, sites: Mapping[str, Site], rule: str, wildcards: Mapping[str, object],
-          attempt: int, request: ResourceRequest, *, passed: frozenset = frozenset()) -> Decision:
+          attempt: int, request: Request, *, passed: frozenset = frozenset()) -> Decision:
     """The first site, from this attempt's position in the rule's rotation on, that admits
     `request`; sites named in `passed` are left out (a waiting job's sites already tried).
     Raises rotation.RotationError for a rotated rule without its run or chunk wildcard."""
@@ -50,10 +57,11 @@ def place(rotation: Rotation, sites: Mapping[str, Site], rule: str, wildcards: M
     for name in rotation.order(rule, wildcards, attempt):
         if name in passed:
             continue
-        refusal = sites[name].admit(request, rule=rule).refusal
-        if refusal is None:
-            return Decision(chosen, sites[name], tuple(skipped))
-        skipped.append(Skip(name, refusal))
+        site = sites[name]
+        admission = request(site) if callable(request) else site.admit(request, rule=rule)
+        if admission.refusal is None:
+            return Decision(chosen, site, tuple(skipped), request=admission.request)
+        skipped.append(Skip(name, admission.refusal))
     return Decision(chosen, None, tuple(skipped), impossible=impossible(rule, skipped))
 
 

@@ -31,12 +31,12 @@ IMPOSSIBLE_MARK = "!"
 
 @dataclass(frozen=True)
 class PlannedJob:
-    """One job of a rotated rule and where its first attempt goes."""
+    """One job of a rotated rule and where its first attempt goes (its request as that site
+    admits it: decision.request)."""
 
     rule: str
     run: str
     chunk: int
-    request: ResourceRequest | None
     decision: Decision | None
     problem: str | None = None  # a resource that is not a valid request
 
@@ -65,10 +65,10 @@ def plan_jobs(catalogue: Catalogue, jobs: Iterable[tuple[str, Mapping, Mapping, 
                 requests[key] = placement_request(rule, resources, threads)
             request = requests[key]
         except SubmitValueError as error:
-            planned.append(PlannedJob(rule, chosen.run, chosen.chunk, None, None, problem=str(error)))
+            planned.append(PlannedJob(rule, chosen.run, chosen.chunk, None, problem=str(error)))
             continue
         decision = place(rotation, catalogue.sites, rule, wildcards, 1, request)
-        planned.append(PlannedJob(rule, chosen.run, chosen.chunk, request, decision))
+        planned.append(PlannedJob(rule, chosen.run, chosen.chunk, decision))
     return planned
 
 
@@ -76,8 +76,11 @@ def plan_report(catalogue: Catalogue, jobs: Iterable[tuple[str, Mapping, Mapping
     """The whole plan with its heading; "" when no job of a rotated rule is among the jobs. `spent`:
     the core-hours this working directory's annex requests already cost (annex.AnnexLedger)."""
     planned = plan_jobs(catalogue, jobs)
-    if not planned:
-        return ""
+    return render_plan(catalogue, planned, spent) if planned else ""
+
+
+def render_plan(catalogue: Catalogue, planned: list[PlannedJob], spent: float) -> str:
+    """The tables, skips and impossible jobs, then the budget, of planned jobs."""
     return "\n\n".join([HEADING + "\n" + render_tables(catalogue.rotation, planned),
                         render_budget(catalogue, planned, spent)])
 
@@ -130,8 +133,9 @@ def render_budget(catalogue: Catalogue, planned: list[PlannedJob], spent: float)
     rows, charged_core, charged_gpu = [header], 0.0, 0.0
     for name in sorted(by_site):
         site, jobs = catalogue.sites[name], by_site[name]
-        longest = max((job.request.runtime_s or 0 for job in jobs), default=0)
-        annexes, core_hours, gpu_hours = site_cost(site, [job.request for job in jobs])
+        requests = [job.decision.request for job in jobs]
+        longest = max((request.runtime_s or 0 for request in requests), default=0)
+        annexes, core_hours, gpu_hours = site_cost(site, requests)
         if site.kind == "annex" and not site.manual:
             charged_core, charged_gpu = charged_core + core_hours, charged_gpu + gpu_hours
         rows.append([name, _creator(site), str(len(jobs)), format_duration_s(longest) if longest else "?",

@@ -22,9 +22,9 @@ import classad2
 from htcondor_codes import JobStatus
 
 from .matching import analyse_slot, catalogue_slot_ad, live_slots
-from .placement import place
+from .placement import Request, place
 from .rotation import Rotation
-from .site import ResourceRequest, Site
+from .site import Site
 
 QUEUED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "HtcannexSignature", "HtcannexSite", "HoldReasonCode",
                      "QDate", "Err"]
@@ -107,7 +107,7 @@ class FinishedJobs:
 
 
 def next_site(rotation: Rotation, sites: dict, rule: str, wildcards: dict, attempt: int,
-              tried: set, job_ad: classad2.ClassAd, request: ResourceRequest) -> Optional[Site]:
+              tried: set, job_ad: classad2.ClassAd, request: Request) -> Optional[Site]:
     """The site a retry would go to (placement.place from the next attempt on: the first site of
     the rule's rotation that admits `request`), leaving out the sites in `tried` and those whose
     catalogue slot does not satisfy the job's Requirements; None when there is none."""

@@ -14,7 +14,7 @@ site before anything is submitted, and secret-named variables in `environment` w
 import json
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,7 +22,7 @@ import htcondor2
 import yaml
 
 from . import secrets
-from .site import ResourceRequest, Site, SiteRefusal
+from .site import Admission, ResourceRequest, Site, SiteRefusal
 from .submit_values import CONTROL_CHARACTERS, owned_attribute
 from .submit_values import ENV_NAME as NAME  # a macro name is an identifier, as a variable's
 from .units import UnitError, parse_size_mib
@@ -146,6 +146,20 @@ def requested(submit: htcondor2.Submit, request: ResourceRequest, site: Site | N
                 raise TemplateError(f"submit_template command {key} = {text} contradicts site {site.name}: "
                                     f"{refusal}") from None
     return request
+
+
+def admission(chunk: ChunkTemplate, request: ResourceRequest, rule: str) -> Callable[[Site], Admission]:
+    """Each site's verdict on the chunk, whose request depends on the site (placement.place judges
+    it so): the template filled for that site, its request_* over `request`. A site the template
+    contradicts, or that has no value for one of its {resource.*}, refuses it with that reason."""
+
+    def at(site: Site) -> Admission:
+        try:
+            return site.admit(requested(parse(chunk, site), request, site, rule), rule=rule)
+        except TemplateError as error:
+            return Admission(None, str(error))
+
+    return at
 
 
 def environment(submit: htcondor2.Submit) -> tuple[dict, list[str]]:

@@ -13,14 +13,16 @@ from ..catalogue import HtcannexConfigError, load_catalogue
 from ._common import UsageError, add_pool_location_options, add_profile_options, catalogue_path
 
 
-def needed_jobs(snakefile: Path, workdir: Path) -> list[tuple[str, dict, dict, int]]:
-    """(rule, wildcards, resources, threads) of every job a run would execute now."""
+def needed_jobs(snakefile: Path, workdir: Path, config: dict | None = None) -> list[tuple[str, dict, dict, int]]:
+    """(rule, wildcards, resources, threads) of every job a run would execute now (with `config`
+    as from --config)."""
     from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import OutputSettings, Quietness, ResourceSettings
+    from snakemake.settings.types import ConfigSettings, OutputSettings, Quietness, ResourceSettings
 
     with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
         workflow_api = api.workflow(
-            resource_settings=ResourceSettings(cores=1), snakefile=snakefile, workdir=workdir
+            resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(config=config or {}),
+            snakefile=snakefile, workdir=workdir
         )
         workflow_api.dag()
         # Snakemake's API has no public job listing; these are the two steps its

@@ -1,25 +1,31 @@
 """`htcannex experiment plan | run EXPERIMENT.yaml --profile P [--resources resources.yaml]`: an
 MLDAG experiment as its users write it, run by workflows/chunked_training (docs/mldag.md).
 
-`plan` prints every run's chunks with the site each lands on and the command it runs, and refuses
-a template command that contradicts a site; nothing is submitted. `run` makes the same checks,
-then runs the workflow with Snakemake and htcannex in this directory.
+`plan` prints every chunk the run would train with the site it lands on and the command it runs,
+then the plan's skips, impossible chunks and budget: each chunk is placed by placement.place, the
+one judgement `htcannex annex plan`, `snakemake -n` and the run's executor make, with the request
+the template makes at each site (a site it cannot run at is skipped, `*`; a chunk no site can run
+is `!`). Nothing is submitted. It refuses a template that is no submit description at any site.
+`run` makes those refusals, then runs the workflow with Snakemake and htcannex in this directory.
 """
 import subprocess
 import sys
 from pathlib import Path
 
+from .. import paths
 from ..catalogue import HtcannexConfigError, load_catalogue
-from ..site import ResourceRequest
-from ..submit_template import ChunkTemplate, TemplateError, command, merge, parse, requested
+from ..plan import plan_jobs, render_plan
+from ..submit_template import ChunkTemplate, TemplateError, command, merge, parse
 from ._common import catalogue_path
+from .annex import needed_jobs
 
 WORKFLOW = Path(__file__).resolve().parents[2] / "workflows" / "chunked_training"
 TRAINING_RULE = "train_chunk"  # the rule the profile's rotation places
 
 
-def chunks(args) -> list[tuple[str, int, str | None, list[str]]]:
-    """(run uuid, chunk, site, command) of every chunk; TemplateError for one a site cannot run."""
+def commands(args) -> dict[tuple[str, int], list[str]]:
+    """The command of every chunk by (run uuid, chunk); TemplateError for a template that is no
+    submit description whatever the site (what depends on the site, placement judges)."""
     sys.path.insert(0, str(WORKFLOW / "scripts"))  # the workflow's package, as its Snakefile does
     from chunked_training.experiment import load, read
     from chunked_training.variables import VarsError
@@ -31,37 +37,47 @@ def chunks(args) -> list[tuple[str, int, str | None, list[str]]]:
         raise TemplateError(str(error)) from None
     if not config.get("submit_template"):
         raise TemplateError(f"{source}: no submit_template; an MLDAG experiment has name, submit_template and vars")
-    catalogue = load_catalogue(catalogue_path(args))
     resources = _resources(args.resources)
-    planned = []
+    argvs = {}
     for run in experiment.runs.values():
         for chunk in range(1, experiment.chunking.chunks + 1):
-            placement = catalogue.rotation.place(TRAINING_RULE, {"run": run.uuid, "chunk": str(chunk)})
-            site = catalogue.sites[placement.site] if placement.site else None
             submit = parse(ChunkTemplate(config["submit_template"], experiment.chunk_vars(run, chunk), resources),
-                           site, source)
-            requested(submit, ResourceRequest(), site, TRAINING_RULE)
+                           None, source)
             merge(submit, {})
-            planned.append((run.uuid, chunk, site.name if site else "any", command(submit, source)))
-    return planned
+            argvs[run.uuid, chunk] = command(submit, source)
+    return argvs
 
 
 def plan(args) -> int:
-    rows = chunks(args)
+    argvs = commands(args)
+    catalogue = load_catalogue(catalogue_path(args))
+    planned = plan_jobs(catalogue, needed_jobs(WORKFLOW / "Snakefile", Path.cwd(), _config(args)))
+    cells = {(job.run, job.chunk): job.cell for job in planned if job.rule == TRAINING_RULE}
     print(f"{'run':<10}{'chunk':>6}  {'site':<12}command")
-    for run, chunk, site, argv in rows:
-        print(f"{run:<10}{chunk:>6}  {site:<12}{subprocess.list2cmdline(argv)}")
+    for (run, chunk), argv in argvs.items():
+        if (run, chunk) in cells:  # a chunk already trained is not run again
+            print(f"{run:<10}{chunk:>6}  {cells[run, chunk]:<12}{subprocess.list2cmdline(argv)}")
+    if planned:
+        from ..annex import AnnexLedger
+
+        print("\n" + render_plan(catalogue, planned, AnnexLedger(paths.annex_ledger()).spent_core_hours()))
     return 0
 
 
 def run(args) -> int:
-    chunks(args)  # every refusal before anything is submitted
-    config = [f"experiment={Path(args.experiment).resolve()}"]
-    if args.resources:
-        config.append(f"experiment_resources={Path(args.resources).resolve()}")
+    commands(args)  # every refusal before anything is submitted
+    config = [f"{key}={value}" for key, value in _config(args).items()]
     snakemake = [str(Path(sys.executable).parent / "snakemake"), "--executor", "htcannex", "--profile", args.profile,
                  "-s", str(WORKFLOW / "Snakefile"), "--config", *config]
     return subprocess.run(snakemake).returncode
+
+
+def _config(args) -> dict:
+    """The workflow's config for this experiment (Snakemake's --config)."""
+    config = {"experiment": str(Path(args.experiment).resolve())}
+    if args.resources:
+        config["experiment_resources"] = str(Path(args.resources).resolve())
+    return config
 
 
 def _resources(path: str | None) -> dict:

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.site import annex_name
 
 from .conftest import BIN, PROFILE, annexes_by_job, pool_env, run
 
@@ -27,15 +28,25 @@ def edited(directory: Path, edit) -> Path:
     return directory
 
 
-def plan(directory: Path) -> subprocess.CompletedProcess:
-    return run([str(BIN / "htcannex"), "experiment", "plan", "Experiment.yaml", "--profile", str(PROFILE)],
+def plan(directory: Path, *options: str) -> subprocess.CompletedProcess:
+    return run([str(BIN / "htcannex"), "experiment", "plan", "Experiment.yaml", "--profile", str(PROFILE), *options],
                directory, None, timeout=120)
+
+
+def chunk_rows(result: subprocess.CompletedProcess) -> list[list[str]]:
+    """The plan's run, chunk, site, command rows (the first block, under its header)."""
+    return [line.split() for line in result.stdout.split("\n\n")[0].splitlines()[1:]]
+
+
+def with_resources(directory: Path, resources: dict) -> str:
+    (directory / "resources.yaml").write_text(yaml.safe_dump(resources))
+    return "resources.yaml"
 
 
 def test_plan_prints_runs_by_chunks_sites_and_commands(experiment_dir):
     result = plan(experiment_dir)
     assert result.returncode == 0, result.stderr
-    rows = [line.split() for line in result.stdout.splitlines()[1:]]
+    rows = chunk_rows(result)
     # alpha: {type: range, stop: 3} is MLDAG's range(0, 3): 3 runs; epochs 3 in chunks of 1: 3 chunks.
     assert len(rows) == 9 and len({row[0] for row in rows}) == 3
     catalogue = load_catalogue(PROFILE / "htcannex.yaml")
@@ -57,17 +68,51 @@ def test_each_var_kind_with_mldags_defaults(experiment_dir, spec, values):
     edited(experiment_dir, lambda e: e["vars"].update(alpha=spec))
     result = plan(experiment_dir)
     assert result.returncode == 0, result.stderr
-    assert sorted({line.split()[9] for line in result.stdout.splitlines()[1:]}) == sorted(values)
+    assert sorted({row[9] for row in chunk_rows(result)}) == sorted(values)
 
 
 def gpu_template(e):
     e["submit_template"] = e["submit_template"].replace("request_cpus = 1", "request_cpus = 1\nrequest_gpus = 1")
 
 
+def test_a_site_the_template_cannot_run_at_is_skipped_in_the_plan(experiment_dir):
+    # {resource.mem_mb} is 4096 at delta by resources.yaml: more than a delta node has (1GB).
+    result = plan(experiment_dir, "--resources", with_resources(experiment_dir, {"delta": {"mem_mb": 4096}}))
+    assert result.returncode == 0, result.stderr
+    rotation = load_catalogue(PROFILE / "htcannex.yaml").rotation
+    skipped = []
+    for run_uuid, chunk, site, *_ in chunk_rows(result):
+        order = list(rotation.order("train_chunk", {"run": run_uuid, "chunk": chunk}))
+        if order[0] == "delta":  # the next site of its rotation, marked
+            skipped.append(f"{run_uuid}/{chunk}")
+            assert site == order[1] + "*"
+        else:
+            assert site == order[0]
+    assert skipped
+    note = next(line for line in result.stdout.splitlines() if line.startswith("  * run/chunk"))
+    assert sorted(note.split(": ")[0].removeprefix("  * run/chunk ").split(", ")) == sorted(skipped)
+    assert "delta skipped: submit_template command request_memory = 4096 contradicts site delta" in note
+    budget = result.stdout.split("htcannex budget")[1]
+    assert "\ndelta " not in budget and "core_hour_budget 10" in budget
+
+
 @pytest.mark.parametrize("edit, words", [
-    (gpu_template, "submit_template command request_gpus = 1 contradicts site"),
+    (gpu_template, "submit_template command request_gpus = 1 contradicts site expanse"),
     (lambda e: e.update(submit_template=e["submit_template"].replace("{resource.mem_mb}", "{resource.memory}")),
-     "{resource.memory} is not known for site"),
+     "{resource.memory} is not known for site expanse"),
+])
+def test_a_chunk_no_site_can_run_is_marked_impossible(experiment_dir, edit, words):
+    result = plan(edited(experiment_dir, edit))
+    assert result.returncode == 0, result.stderr
+    assert [row[2] for row in chunk_rows(result)] == ["!"] * 9
+    impossible = [line for line in result.stdout.splitlines() if line.startswith("  ! run/chunk")]
+    # One line per reason (each rotation order lists the sites' refusals in its own order): all 9 chunks.
+    assert sum(len(line.split(": ")[0].split(", ")) for line in impossible) == 9
+    assert all("cannot run: no site of rule train_chunk's rotation" in line for line in impossible)
+    assert words in result.stdout and "htcannex budget" in result.stdout
+
+
+@pytest.mark.parametrize("edit, words", [
     (lambda e: e.update(submit_template=e["submit_template"].replace("queue", "+TargetAnnexName = \"mine\"\nqueue")),
      "job attribute TargetAnnexName is set by htcannex from the rotation"),
     (lambda e: e.update(submit_template=e["submit_template"].replace("queue", "+iwd = \"/tmp\"\nqueue")),
@@ -118,3 +163,23 @@ def test_run_trains_every_epoch_once_hopping_between_annexes(experiment_dir, emb
         annexes = [annex for _, annex in sorted(hops[run_uuid])]
         assert len(annexes) == 3 and len(set(annexes)) == 3, annexes
     assert sorted(v[0]["alpha"] for v in records.values()) == [0, 1, 2]
+
+
+def test_run_skips_the_site_the_template_cannot_run_at(experiment_dir, embedded_pool):
+    def one_chunk(e):
+        e["vars"].update(epochs={"type": "value", "value": 1}, alpha={"type": "value", "value": 0})
+
+    edited(experiment_dir, one_chunk)
+    run_uuid, chunk, site = chunk_rows(plan(experiment_dir))[0][:3]
+    resources = with_resources(experiment_dir, {site: {"mem_mb": 4096}})  # more than a node there has
+    planned = chunk_rows(plan(experiment_dir, "--resources", resources))[0][2]
+    assert planned.endswith("*") and planned != site + "*"
+
+    result = run([str(BIN / "htcannex"), "experiment", "run", "Experiment.yaml", "--profile", str(PROFILE),
+                  "--resources", resources], experiment_dir, pool_env(embedded_pool))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-6000:]
+    assert f"skips site {site}: submit_template command request_memory = 4096 contradicts site {site}" in output
+    annex_of = annexes_by_job(experiment_dir)
+    ads = embedded_pool.schedd().history('HtcannexRule == "train_chunk"', ["ClusterId", "ProcId"])
+    assert [annex_of[f"{ad['ClusterId']}.{ad['ProcId']}"] for ad in ads] == [annex_name(planned.removesuffix("*"))]
