@@ -44,8 +44,8 @@ def main() -> int:
 
 
 def stale_checkpoints(origin: Path) -> Path | None:
-    """The workflow's checkpoint objects in the origin when the data they were trained on is
-    gone: regenerating the data makes Snakemake rerun every chunk under the same names."""
+    """The workflow's objects in the origin when results/data (make_data's metadata; its scores
+    are objects there too) is gone: make_data and every chunk would run again under the same names."""
     prefix = yaml.safe_load((WORKFLOW / "config" / "config.yaml").read_text())["osdf_prefix"]
     objects = origin / prefix.removeprefix("osdf:///").strip("/") / "protein_lm"  # chunked_training: <prefix>/<name>
     data = REPO / "results" / "data"

@@ -60,6 +60,10 @@ def test_local_executor_end_to_end_with_osdf_checkpoints_and_report(tmp_path):
         assert (tmp_path / "results" / "compare" / name).read_bytes().startswith(b"\x89PNG")
     metadata = (tmp_path / "results" / "data" / "SYNTHETIC_metadata.json").read_text()
     assert '"SYNTHETIC": true' in metadata
+    # The data goes through the checkpoint store too: objects in the origin, no local copy.
+    assert {p.name for p in origin.glob("plm/test/protein_lm/data-*/*")} == {
+        f"SYNTHETIC_{kind}_scores.npz{suffix}" for kind in ("simulated", "experimental") for suffix in ("", ".sha256")}
+    assert not list((tmp_path / "results" / "data").glob("*.npz"))
 
     report = snakemake(tmp_path, *osdf, "--report", "report.html", "--configfile", str(config))
     assert report.returncode == 0, report.stdout[-3000:]
@@ -133,7 +137,9 @@ def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
     provenance = table(workdir, "provenance.tsv")
     assert [row["state"] for row in provenance] == ["ok", "ok"], provenance
     run = rows[0]["run"]
-    (training_set,) = (origin / "htcannex" / "protein_lm").iterdir()
+    (training_set,) = (origin / "htcannex" / "protein_lm").glob("set-*")
+    (data_set,) = (origin / "htcannex" / "protein_lm").glob("data-*")
+    assert (data_set / "SYNTHETIC_simulated_scores.npz.sha256").exists()
     stored = sorted(str(p.relative_to(training_set)) for p in training_set.rglob("*-chunk-*"))
     # The twin trains unbroken: one job, one checkpoint named after the last chunk.
     assert stored == [f"{variant}/{run}/{variant}-{run}-chunk-{chunk}.pt{suffix}"
@@ -147,6 +153,11 @@ def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
     for ad in chunk_twos:
         assert "osdf:///htcannex/protein_lm/" in ad["TransferInput"]
         assert "osdf:///htcannex/protein_lm/" in ad["TransferOutputRemaps"]
+    # Every training job reads the data from the origin, not from the access point's results/.
+    trainings = [ad for ad in ads if ad.get("HtcannexRule") in ("train_chunk", "train_baseline")]
+    data_url = f"osdf:///htcannex/protein_lm/{data_set.name}/SYNTHETIC_simulated_scores.npz"
+    assert trainings and all(data_url in ad["TransferInput"] and "results/data" not in ad["TransferInput"]
+                             for ad in trainings), [ad["TransferInput"] for ad in trainings]
 
     for state in final_states(training_set, "distributed"):
         sites = [epoch["site"] for epoch in state["history"]]

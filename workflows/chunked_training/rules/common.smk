@@ -1,5 +1,5 @@
 # Runs, chunks and file names: the one chunking implementation (protein_lm includes it too).
-import hashlib
+# Needs rules/store.smk included before it.
 import json
 import os
 import sys
@@ -15,7 +15,9 @@ WORKFLOW_DIR = os.path.relpath(HERE)
 
 
 def workflow_files(paths):
-    return [os.path.normpath(path.replace("{workflow_dir}", WORKFLOW_DIR)) for path in paths]
+    """Paths with {workflow_dir} filled in; URLs of the checkpoint store as its storage files."""
+    return [store_file(path) if is_store_url(path) else os.path.normpath(path.replace("{workflow_dir}", WORKFLOW_DIR))
+            for path in paths]
 
 
 EXPERIMENT_SOURCE, EXPERIMENT_CONFIG = read(config)
@@ -45,19 +47,14 @@ wildcard_constraints:
 CHECKPOINT = "{variant}/{run}/{variant}-{run}-chunk-{chunk}" + CHECKPOINT_SUFFIX
 # Everything a checkpoint depends on but the run's vars: a changed command or chunking writes new
 # objects instead of meeting the old, immutable ones. `checkpoint_depends_on` adds the user's own.
-CHECKPOINT_SET = hashlib.sha256(json.dumps(
-    [TEMPLATE or TRAINING["command"], CHUNKS, EXPERIMENT.chunking.epochs, config.get("checkpoint_depends_on")],
-    sort_keys=True).encode()).hexdigest()[:12]
+CHECKPOINT_SET = content_hash(
+    [TEMPLATE or TRAINING["command"], CHUNKS, EXPERIMENT.chunking.epochs, config.get("checkpoint_depends_on")])
 
 if config["checkpoint_store"] == "osdf" and not TEMPLATE:
 
-    storage osdf:
-        provider="osdf",
-
     def checkpoint_files(relative, name="checkpoint"):
         """Named files of one checkpoint; the osdf provider moves its checksum sidecar itself."""
-        prefix = config["osdf_prefix"].rstrip("/")
-        return {name: storage.osdf(f"{prefix}/{EXPERIMENT.slug}/set-{CHECKPOINT_SET}/{relative}")}
+        return {name: store_file(store_url(f"{EXPERIMENT.slug}/set-{CHECKPOINT_SET}/{relative}"))}
 
 else:
 

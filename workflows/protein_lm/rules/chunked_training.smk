@@ -28,7 +28,7 @@ def _training_command(specs):
     params = " ".join(f"{name}={{{name}}}" for name in TRAIN_KEYS if name != "seed")
     return (
         "{python} {workflow_dir}/scripts/train_chunk.py --run {run_uuid} --chunk {chunk} "
-        "--epochs-per-job {epochs_per_job} --total-epochs {epochs} --data " + SIMULATED_SCORES + " "
+        "--epochs-per-job {epochs_per_job} --total-epochs {epochs} --data " + str(store_file(SIMULATED_SCORES)) + " "
         "--resume-from {resume_from} --write-to {write_to} --self-checkpoint {self_checkpoint} "
         "--checkpoint-every-steps {checkpoint_every_steps} --checkpoint-every-minutes {checkpoint_every_minutes} "
         "--threads {threads} "
@@ -36,10 +36,22 @@ def _training_command(specs):
     )
 
 
-SIMULATED_SCORES = "results/data/SYNTHETIC_simulated_scores.npz"
+NAME = "protein_lm"
+DATA = "results/data"
+
+
+def data_file(name):
+    """A data file every run reads: with the osdf checkpoint store an object next to the
+    checkpoints, named by the data config (jobs get it from OSDF, not from the access point)."""
+    if config["checkpoint_store"] == STORE:
+        return store_url(f"{NAME}/data-{content_hash(config['data'])}/{name}")
+    return f"{DATA}/{name}"
+
+
+SIMULATED_SCORES = data_file("SYNTHETIC_simulated_scores.npz")  # in the config: a path or URL
 _vars = _chunked_vars(config)
 config |= {
-    "name": "protein_lm",
+    "name": NAME,
     "vars": _vars,
     "training": {
         "command": _training_command(_vars),

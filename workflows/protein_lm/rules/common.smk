@@ -11,9 +11,8 @@ def train_params(run):
 for _run in RUNS.values():
     train_params(_run).check(f"run {_run.uuid} {_run.vars}")
 
-DATA = "results/data"
-SIMULATED = SIMULATED_SCORES
-EXPERIMENTAL = f"{DATA}/SYNTHETIC_experimental_scores.npz"
+SIMULATED = store_file(SIMULATED_SCORES)
+EXPERIMENTAL = store_file(data_file("SYNTHETIC_experimental_scores.npz"))
 
 
 def seed_group(run):
