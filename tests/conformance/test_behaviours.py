@@ -202,17 +202,21 @@ def test_a_job_over_its_memory_request_is_held_for_memory(backend):
         remove(backend, job)
 
 
-def test_a_missing_output_holds_the_job_with_a_transfer_code(backend):
+def held_event_of_a_job(backend, **description) -> dict:
+    """The held event of a job that exits 0 and is held for what `description` adds (then removed)."""
     directory = backend.submit_dir()
-    job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"),
-                 transfer_output_files="never_written.txt")
+    job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"), **description)
     try:
-        held = wait_for_event(backend, directory, job, JobEventType.JOB_HELD)
-        assert (held["HoldReasonCode"], held["HoldReasonSubCode"]) == (12, 2)
-        assert "never_written.txt" in held["HoldReason"]
-        assert Hold(12, 2, held["HoldReason"]).kind is HoldKind.MISSING_OUTPUT
+        return wait_for_event(backend, directory, job, JobEventType.JOB_HELD)
     finally:
         remove(backend, job)
+
+
+def test_a_missing_output_holds_the_job_with_a_transfer_code(backend):
+    held = held_event_of_a_job(backend, transfer_output_files="never_written.txt")
+    assert (held["HoldReasonCode"], held["HoldReasonSubCode"]) == (12, 2)
+    assert "never_written.txt" in held["HoldReason"]
+    assert Hold(12, 2, held["HoldReason"]).kind is HoldKind.MISSING_OUTPUT
 
 
 def test_an_unwritable_submit_directory_gets_no_log_and_an_output_hold(backend):
@@ -305,11 +309,5 @@ def test_dollar_values_written_as_literals_reach_the_job_unchanged(backend):
 
 
 def test_a_match_time_macro_the_slot_cannot_expand_holds_the_job(backend):
-    directory = backend.submit_dir()
-    job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"),
-                 arguments="$$(HtcannexNoSuchSlotAttribute)")
-    try:
-        held = wait_for_event(backend, directory, job, JobEventType.JOB_HELD)
-        assert "Cannot expand $$ expression (HtcannexNoSuchSlotAttribute)" in held["HoldReason"]
-    finally:
-        remove(backend, job)
+    held = held_event_of_a_job(backend, arguments="$$(HtcannexNoSuchSlotAttribute)")
+    assert "Cannot expand $$ expression (HtcannexNoSuchSlotAttribute)" in held["HoldReason"]

@@ -63,7 +63,7 @@ def test_pool_default_without_an_access_point_says_what_default_means(workdir, u
     result = run_snakemake(workdir, {**user_env, "CONDOR_CONFIG": "/dev/null"}, "copied.txt", timeout=60)
     assert result.returncode != 0
     assert "pool: default means the schedd of the HTCondor access point this runs on" in result.stderr
-    assert "`pool: local` for the embedded pool" in result.stderr
+    assert "use the local profile (--profile profiles/local, `pool: local`): the embedded pool" in result.stderr
     assert "Traceback (most recent call last)" not in result.stderr
 
 
