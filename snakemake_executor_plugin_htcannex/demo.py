@@ -28,8 +28,8 @@ BIN = Path(sys.executable).parent
 def main() -> int:
     origin = Pool(os.environ.get("HTCANNEX_POOL_DIR") or REPO / DEFAULT_SPOOL).origin_dir
     if stale := stale_checkpoints(origin):
-        print(f"make demo: {stale} holds the checkpoints of an earlier demo, but results/ is gone, so Snakemake "
-              "would retrain every chunk and the origin would refuse to overwrite its immutable objects. "
+        print(f"make demo: {stale} holds the data and checkpoints of an earlier demo, but results/ is gone, so Snakemake "
+              "would remake the data, retrain every chunk, and the origin would refuse to overwrite its immutable objects. "
               f"Delete them (rm -r {stale}) or restore results/.", file=sys.stderr)
         return 2
     snakemake = [str(BIN / "snakemake"), "--executor", "htcannex", "--profile", str(PROFILE.relative_to(REPO)),
