@@ -26,6 +26,18 @@ USER_ERRORS = (UsageError, HtcannexConfigError, RotationError, TemplateError, Dr
                WorkflowError, ApiError, ScheddNotFound, htcondor2.HTCondorException, OSError)
 
 
+def add_verbs(nouns, noun: str, help_text: str, verbs) -> dict:
+    """`htcannex NOUN VERB`: the noun's parser and one parser per (name, function, help) verb, each
+    running its function; returns name -> the verb's parser, for the options it takes."""
+    parser = nouns.add_parser(noun, help=help_text)
+    subparsers = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    parsers = {}
+    for name, func, verb_help in verbs:
+        parsers[name] = subparsers.add_parser(name, help=verb_help)
+        parsers[name].set_defaults(func=func)
+    return parsers
+
+
 def add_profile_options(parser, *, required: bool = False) -> None:
     source = parser.add_mutually_exclusive_group(required=required)
     source.add_argument("--profile", help="Snakemake profile name or directory holding htcannex.yaml")

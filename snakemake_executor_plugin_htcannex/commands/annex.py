@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import paths
 from ..plan import plan_report
 from ..catalogue import HtcannexConfigError, load_catalogue
-from ._common import UsageError, add_pool_location_options, add_profile_options, catalogue_path
+from ._common import UsageError, add_pool_location_options, add_profile_options, add_verbs, catalogue_path
 
 
 def needed_jobs(snakefile: Path, workdir: Path, config: dict | None = None) -> list[tuple[str, dict, dict, int]]:
@@ -73,17 +73,14 @@ def create(args) -> int:
 
 
 def register(nouns) -> None:
-    parser = nouns.add_parser("annex", help="rotation plan; create an annex by hand")
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for name, func, help_text in (
+    verbs = add_verbs(nouns, "annex", "rotation plan; create an annex by hand", (
         ("plan", plan, "print which site each run's chunks go to (nothing is submitted)"),
         ("create", create, "create one site's annex now, within the profile's guards"),
-    ):
-        verb = verbs.add_parser(name, help=help_text)
+    ))
+    for verb in verbs.values():
         add_profile_options(verb, required=True)
-        verb.set_defaults(func=func)
-    verbs.choices["plan"].add_argument("-s", "--snakefile", default="Snakefile", help="default: %(default)s")
-    create_parser = verbs.choices["create"]
+    verbs["plan"].add_argument("-s", "--snakefile", default="Snakefile", help="default: %(default)s")
+    create_parser = verbs["create"]
     create_parser.add_argument("site", help="a site of htcannex.yaml")
     add_pool_location_options(create_parser)
 

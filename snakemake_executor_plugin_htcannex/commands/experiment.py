@@ -16,7 +16,7 @@ from .. import paths
 from ..catalogue import HtcannexConfigError, load_catalogue
 from ..plan import plan_jobs, render_plan
 from ..submit_template import ChunkTemplate, TemplateError, command, merge, parse
-from ._common import catalogue_path
+from ._common import add_verbs, catalogue_path
 from .annex import needed_jobs
 
 WORKFLOW = Path(__file__).resolve().parents[2] / "workflows" / "chunked_training"
@@ -94,16 +94,14 @@ def _resources(path: str | None) -> dict:
 
 
 def register(nouns) -> None:
-    parser = nouns.add_parser("experiment", help="plan or run an MLDAG Experiment.yaml")
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for name, func, help_text in (
+    verbs = add_verbs(nouns, "experiment", "plan or run an MLDAG Experiment.yaml", (
         ("plan", plan, "print runs x chunks -> sites and each chunk's command (nothing is submitted)"),
         ("run", run, "run the experiment: snakemake with htcannex and workflows/chunked_training"),
-    ):
-        verb = verbs.add_parser(name, help=help_text)
+    ))
+    for verb in verbs.values():
         verb.add_argument("experiment", metavar="EXPERIMENT.yaml", help="MLDAG's Experiment.yaml, unchanged")
         verb.add_argument("--profile", required=True, help="Snakemake profile name or directory holding htcannex.yaml")
         verb.add_argument("--resources", metavar="resources.yaml",
                           help="MLDAG's resources.yaml: values for {resource.*} per site, over the catalogue's")
-        verb.set_defaults(func=func, htcannex_config=None)
+        verb.set_defaults(htcannex_config=None)
 

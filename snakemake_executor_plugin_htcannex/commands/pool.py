@@ -3,7 +3,7 @@ import json
 
 from htcannex_pool import Pool
 
-from ._common import POOL_DIR_HELP, UsageError
+from ._common import POOL_DIR_HELP, UsageError, add_verbs
 
 
 def _pool(args) -> Pool:
@@ -35,14 +35,13 @@ def _status(args) -> int:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("pool", help="start, stop or inspect the embedded HTCondor pool")
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for name, func, help_text in (("start", _start, "start the pool daemon (no-op if running)"),
-                                  ("stop", _stop, "stop the daemon; running jobs go back to idle"),
-                                  ("status", _status, "print the daemon's state as JSON (exit 3 if down)")):
-        verb = verbs.add_parser(name, help=help_text)
+    verbs = add_verbs(subparsers, "pool", "start, stop or inspect the embedded HTCondor pool", (
+        ("start", _start, "start the pool daemon (no-op if running)"),
+        ("stop", _stop, "stop the daemon; running jobs go back to idle"),
+        ("status", _status, "print the daemon's state as JSON (exit 3 if down)"),
+    ))
+    for verb in verbs.values():
         verb.add_argument("--spool", default=None,
                           help=POOL_DIR_HELP)
         verb.add_argument("--idle-exit", type=float, default=1800.0,
                           help="seconds without jobs or requests after which the daemon exits")
-        verb.set_defaults(func=func)

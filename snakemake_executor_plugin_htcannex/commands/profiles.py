@@ -12,7 +12,7 @@ from pathlib import Path
 
 from snakemake.common import get_appdirs
 
-from ._common import UsageError
+from ._common import UsageError, add_verbs
 
 PROFILE_NAMES = ("local", "nairr")
 
@@ -63,17 +63,14 @@ def install(names=PROFILE_NAMES, destination: Path | None = None, force: bool = 
 
 
 def register(nouns) -> None:
-    parser = nouns.add_parser("profiles", help="install the bundled Snakemake profiles")
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    install_parser = verbs.add_parser(
-        "install", help=f"copy the {' and '.join(PROFILE_NAMES)} profiles to {user_profiles_dir()}"
-    )
+    install_parser = add_verbs(nouns, "profiles", "install the bundled Snakemake profiles", (
+        ("install", _run_install, f"copy the {' and '.join(PROFILE_NAMES)} profiles to {user_profiles_dir()}"),
+    ))["install"]
     install_parser.add_argument("names", nargs="*", metavar="NAME", help=f"profiles to install (default: all of {', '.join(PROFILE_NAMES)})")
     install_parser.add_argument("--dest", type=Path, default=None,
                                 help=f"install here instead of {user_profiles_dir()}")
     install_parser.add_argument("--force", action="store_true",
                                 help="replace an installed profile that differs from the bundled one")
-    install_parser.set_defaults(func=_run_install)
 
 
 def _run_install(args) -> int:
