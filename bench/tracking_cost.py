@@ -147,6 +147,7 @@ class _HtcannexDriver:
         from snakemake_executor_plugin_htcannex.annex import AnnexLedger, AnnexManager, EmbeddedBackend
         from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
         from snakemake_executor_plugin_htcannex.executor import Executor
+        from snakemake_executor_plugin_htcannex.held_and_idle import HeldAndIdle
         from snakemake_executor_plugin_htcannex.liveness import SILENT_CHECKS, ScheddWatch
         from snakemake_executor_plugin_htcannex.runtime import Runtime
         from snakemake_executor_plugin_htcannex.schedd import Connection
@@ -169,13 +170,15 @@ class _HtcannexDriver:
             tracker=EventLogTracker(log), annexes=annexes, hold_policy=HoldPolicy(), submit_options=None,
             idle_timeout_s=3600, direct_commands=False, job_python="python",
         )
+        self.executor._held_and_idle = HeldAndIdle(self.executor._runtime, self.executor.logger, "fail",
+                                                   self.executor.report_job_error, self.executor._placement_request)
         self.executor.status_rate_limiter = _rate_limiter()
 
     def _sites_waited_for(self, catalogue, ledger) -> list:
         return []  # the jobs wait for a slot only
 
     def active_jobs(self, job_ids: list[str]) -> list:
-        from snakemake_executor_plugin_htcannex.executor import TrackedJob
+        from snakemake_executor_plugin_htcannex.tracked_job import TrackedJob
 
         sites = self.sites or [None]
         return [SubmittedJobInfo(SimpleNamespace(name="noop", jobid=i), external_jobid=job_id,

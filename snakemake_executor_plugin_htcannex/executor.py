@@ -1,9 +1,11 @@
 """The Snakemake remote executor: each Snakemake job becomes one HTCondor job.
 
-run_job: place the job (rotation), make sure its annex is up or coming
+run_job: adopt the job an earlier (killed) Snakemake submitted for it, if any
+(adoption.py); else place the job (rotation), make sure its annex is up or coming
 (annex.py; held until it is), describe it (description.py) and submit it
-through the schedd seam. check_active_jobs: read the one event log
-(tracking.py) and turn events into Snakemake's success/error callbacks.
+through the schedd seam (submission.py). check_active_jobs: read the one event log
+(tracking.py) and turn events into Snakemake's success/error callbacks; a job
+held, waiting for its annex or idle too long is handled by held_and_idle.py.
 """
 import asyncio
 import dataclasses
@@ -14,65 +16,37 @@ from pathlib import Path
 from typing import AsyncGenerator, Optional
 
 import htcondor2
-from htcondor_codes import JobStatus
 from snakemake_interface_common.exceptions import WorkflowError
 from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
-from . import one_step, recovery, secrets
+from . import one_step, secrets
 from . import schedd as schedd_seam
+from .adoption import Adoption, CompletedWhileDown
 from .annex import AnnexState
-from .diagnose import never_matches
 from .direct_command import NeedsSnakemake, direct_command
 from .description import JobSpec, build_submit, job_signature
-from .holds import Hold, memory_for_retry
+from .held_and_idle import HeldAndIdle
 from .liveness import SILENT_CHECKS, ScheddWatch
-from .job_spec import JobCommand, job_spec, placement_request, products, rule_label, wildcards_of, with_memory
+from .job_spec import (JobCommand, job_spec, missing_products, placement_request, rule_label, wildcards_of,
+                       with_memory)
 from .placement import Request, place
 from .plan import plan_report
 from .rotation import RotationError
 from .runtime import EXECUTE_POINT_PATH, Runtime
-from .site import ResourceRequest, Site, SiteRefusal
+from .site import ResourceRequest, SiteRefusal
 from .submission import Submitter
 from .submit_template import TemplateError
 from .submit_values import SubmitValueError
-from .tracking import JobPhase, JobRecord
+from .tracked_job import TrackedJob, tracked
+from .tracking import JobPhase
 
 STDERR_TAIL_LINES = 20
 NEWS_CHECK_S = 0.01  # how often the status thread looks whether the event log grew
-# How long after a submit a missing event log means HTCondor cannot write it (then the schedd is asked).
-NO_EVENT_LOG_GRACE_S = 10.0
 COMMAND_NOT_FOUND = 127  # a POSIX shell's exit status for a command it cannot find
 MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
 MISSING_FILE = re.compile(r"No such file or directory: '([^'/][^']*)'")  # Python's FileNotFoundError, relative
-
-
-@dataclasses.dataclass
-class TrackedJob:
-    """What the executor keeps about one submitted job between status checks."""
-
-    spec: JobSpec
-    site: Optional[Site]  # where the rotation sent it (None: any slot)
-    held_for_annex: bool  # submitted held until its annex is up
-    stderr: Optional[str]  # its stderr file, relative to the submit directory
-    prepared_script: Optional[str]  # written for the job (direct_command.py), removed when it is done
-    waiting_since: float = dataclasses.field(default_factory=time.time)  # submitted, released or moved
-    idle_since: Optional[float] = None  # when an annex job was last seen idle (looked at once per idle timeout)
-    tried: set[str] = dataclasses.field(default_factory=set)  # sites it was moved away from
-
-    def due_a_look(self, idle_timeout_s: float, now: float) -> bool:
-        """Whether this idle job is looked at now: once per `idle_timeout_s` that it is seen idle."""
-        if self.idle_since is None:
-            self.idle_since = now
-        if now - self.idle_since <= idle_timeout_s:
-            return False
-        self.idle_since = now
-        return True
-
-
-def _tracked(job_info: SubmittedJobInfo) -> TrackedJob:
-    return job_info.aux["htcannex"]
 
 
 class Executor(RemoteExecutor):
@@ -81,9 +55,6 @@ class Executor(RemoteExecutor):
         # and that thread calls check_active_jobs at once: it must find this.
         self._runtime: Optional[Runtime] = None
         self._submitter: Optional[Submitter] = None
-        # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold
-        self._memory_floor: dict[str, int] = {}
-        self._warned_no_event_log = False
         # HTCondor job ids submitted or adopted and not yet reported: what Ctrl-C removes. Snakemake's
         # own list leaves out the jobs the status thread is looking at when the signal comes.
         self._unreported: set[str] = set()
@@ -94,9 +65,10 @@ class Executor(RemoteExecutor):
         self._watch = ScheddWatch(runtime.connection.schedd, SILENT_CHECKS * self.next_seconds_between_status_checks,
                                   runtime.connection.embedded, self.logger)
         self._submitter = Submitter(runtime.connection.schedd)
+        self._adoption = Adoption(runtime.connection.schedd, runtime.config.sites, self.workflow, self.logger)
+        self._held_and_idle = HeldAndIdle(runtime, self.logger, self.workflow.executor_settings.unmatchable,
+                                          self.report_job_error, self._placement_request)
         self._runtime = runtime  # the status thread starts checking jobs with this
-        self._left_in_queue = recovery.QueuedJobs(self._runtime.connection.schedd)
-        self._finished_while_down = recovery.FinishedJobs(self._runtime.connection.schedd, self._marked_job_ids)
         if self._runtime.withheld_secrets:
             self.logger.warning(secrets.withheld_warning(self._runtime.withheld_secrets))
         if self._runtime.unlisted_sources:
@@ -193,47 +165,15 @@ class Executor(RemoteExecutor):
         ))
 
     def _adopt(self, job: JobExecutorInterface, spec: JobSpec) -> bool:
-        """Track the job an earlier (killed) Snakemake submitted for the same outputs instead of
-        submitting it again; False when there is none."""
-        runtime = self._runtime
-        signature = job_signature(spec.rule, spec.outputs, runtime.submit_options)
-        ad, surplus = self._left_in_queue.take(signature)
-        if ad is None:
-            return self._adopt_finished(job, signature)
-        if surplus:
-            self._remove(surplus, f"duplicate of HTCondor job {recovery.job_id(ad)}")
-        site = runtime.config.sites.get(ad.get("HtcannexSite"))
-        held_for_annex = (ad["JobStatus"] == JobStatus.HELD
-                          and Hold(ad.get("HoldReasonCode"), ad.get("HoldReasonSubCode")).ours)
-        self.logger.info(f"Adopted HTCondor job {recovery.job_id(ad)} for job {job.jobid}: it was submitted "
-                         "before Snakemake restarted and is still queued, so it is not submitted again")
-        self._track(job, recovery.job_id(ad), site, held_for_annex, stderr=ad.get("Err"), spec=spec)
-        return True
-
-    def _adopt_finished(self, job: JobExecutorInterface, signature: str) -> bool:
-        """Report as done the job an earlier (killed) Snakemake submitted that completed while it was
-        down, when its outputs are here; False when there is none."""
-        # Snakemake's own incomplete marker names the submission (the persistence API that
-        # dag.incomplete_external_jobid reads; that one says None under --rerun-incomplete, the
-        # only way Snakemake runs a job whose outputs are marked incomplete).
-        ad = self._finished_while_down.completed(self.workflow.persistence.external_jobids(job), signature)
-        if ad is None or self._missing_products(job):
-            return False
-        # Its storage (osdf://) outputs went up before it completed: a failed upload holds the job.
-        self.logger.info(f"Adopted HTCondor job {recovery.job_id(ad)} for job {job.jobid}: it completed (exit code 0) "
-                         "while Snakemake was down and its outputs are here, so it is not submitted again")
-        # Not tracked: nothing is left to wait for (Snakemake checks the outputs and clears its marker).
-        self.report_job_success(SubmittedJobInfo(job, external_jobid=recovery.job_id(ad)))
-        return True
-
-    def _missing_products(self, job: JobExecutorInterface) -> list[str]:
-        """The job's local products that are not here (its storage ones went up from the job)."""
-        return [str(product) for product in products(job) if not product.is_storage and not os.path.exists(product)]
-
-    def _marked_job_ids(self) -> list:
-        """The HTCondor job ids Snakemake's incomplete markers hold for the jobs this run needs."""
-        persistence = self.workflow.persistence
-        return [job_id for job in self.workflow.dag.needrun_jobs() for job_id in persistence.external_jobids(job)]
+        """Take over the job an earlier (killed) Snakemake submitted for the same outputs instead of
+        submitting it again (adoption.py); False when there is none."""
+        earlier = self._adoption.earlier_submission(job, self._signature(spec))
+        if isinstance(earlier, CompletedWhileDown):
+            # Not tracked: nothing is left to wait for (Snakemake checks the outputs and clears its marker).
+            self.report_job_success(SubmittedJobInfo(job, external_jobid=earlier.job_id))
+        elif earlier is not None:
+            self._track(job, earlier.job_id, earlier.site, earlier.held_for_annex, stderr=earlier.stderr, spec=spec)
+        return earlier is not None
 
     async def check_active_jobs(
         self, active_jobs: list[SubmittedJobInfo]
@@ -263,7 +203,7 @@ class Executor(RemoteExecutor):
                 yield job_info
             else:
                 self._unreported.discard(job_info.external_jobid)
-                self._remove_prepared_script(_tracked(job_info).prepared_script)
+                self._remove_prepared_script(tracked(job_info).prepared_script)
 
     async def sleep(self):
         """Wait until the event log grows, at most --seconds-between-status-checks.
@@ -319,9 +259,10 @@ class Executor(RemoteExecutor):
 
     def _still_active(self, job_info: SubmittedJobInfo) -> bool:
         """Act on what the event log says about one job; False once it is reported."""
-        if _tracked(job_info).held_for_annex:
-            return self._wait_for_annex(job_info)
-        record = self._runtime.tracker.jobs.get(job_info.external_jobid) or self._held_without_event_log(job_info)
+        waiting = self._held_and_idle
+        if tracked(job_info).held_for_annex:
+            return waiting.waiting_for_annex(job_info)
+        record = self._runtime.tracker.jobs.get(job_info.external_jobid) or waiting.held_without_event_log(job_info)
         if record is None or record.phase is JobPhase.RUNNING:
             return True
         if record.phase is JobPhase.SUCCEEDED:
@@ -329,7 +270,7 @@ class Executor(RemoteExecutor):
             # traceback (Snakemake's postprocess raises from wait_for_files, --keep-going or not): it
             # fails alone instead. Outputs come back before the job's terminated event; on a shared
             # filesystem Snakemake waits --latency-wait for them itself.
-            missing = [] if self._runtime.submit_options.shared_fs else self._missing_products(job_info.job)
+            missing = [] if self._runtime.submit_options.shared_fs else missing_products(job_info.job)
             if missing:
                 self.report_job_error(job_info, msg=(
                     f"HTCondor job {record.job_id} exited 0, but these outputs did not come back: "
@@ -347,150 +288,11 @@ class Executor(RemoteExecutor):
             )
             return False
         if record.phase is JobPhase.HELD:
-            return self._on_hold(job_info, record)
-        return self._on_idle(job_info)
-
-    def _on_hold(self, job_info: SubmittedJobInfo, record: JobRecord) -> bool:
-        """Release the held job or remove and report it, as the hold policy decides."""
-        runtime = self._runtime
-        decision = runtime.hold_policy.decide(record, _tracked(job_info).spec.rule)
-        if decision is None:
-            return True
-        # A hold reason may quote a URL with its token (osdf://...?authz=...).
-        message = secrets.redact(decision.message)
-        if decision.release:
-            self.logger.warning(message)
-            runtime.connection.schedd.act(htcondor2.JobAction.Release, record.job_id, reason=message)
-            return True
-        self._remove(record.job_id, "held: " + secrets.redact(record.hold_reason or ""))
-        if record.hold.needs_more_memory:
-            message += self._more_memory_next_time(_tracked(job_info).spec)
-        self.report_job_error(job_info, msg=message + " ")
-        return False
-
-    def _on_idle(self, job_info: SubmittedJobInfo) -> bool:
-        """Idle: released, or evicted when its annex expired. A job idle too long is looked at (once
-        per idle timeout): an annex job whose annex is gone, or has no slot that can run it, waits for
-        nothing and is moved; any other job that no slot can run is reported (diagnose.never_matches)."""
-        runtime, tracked = self._runtime, _tracked(job_info)
-        if not tracked.due_a_look(runtime.idle_timeout_s, time.time()):
-            return True
-        ads = runtime.connection.schedd.query(_job_constraint(job_info.external_jobid), projection=[])
-        if not ads:
-            return True
-        site = tracked.site
-        if site is not None and site.kind == "annex":
-            stuck = recovery.stuck_on_annex(runtime.connection.collector, ads[0], site.annex_name)
-            return self._move_or_fail(job_info, stuck, ads[0]) if stuck else True
-        return self._unless_unmatchable(job_info, ads[0])
-
-    def _unless_unmatchable(self, job_info: SubmittedJobInfo, job_ad) -> bool:
-        """Report a job no slot can run, live or in the catalogue, with `htcannex why`'s explanation;
-        fail it, or leave it queued with --htcannex-unmatchable wait."""
-        runtime = self._runtime
-        report = never_matches(job_ad, runtime.config, runtime.connection.collector)
-        if report is None:
-            return True
-        job_id, timeout = job_info.external_jobid, runtime.idle_timeout_s
-        what = (f"HTCondor job {job_id} (rule {_tracked(job_info).spec.rule}) has been idle for {timeout:g} s, and "
-                f"no slot can run it, neither one in the collector nor a site of {runtime.config.path}; as "
-                f"`htcannex why {job_id}` explains:\n" + secrets.redact("\n".join(report)) + "\n")
-        if self.workflow.executor_settings.unmatchable == "wait":
-            self.logger.warning(what + "It stays queued (htcannex-unmatchable: wait) until a slot that can run it "
-                                       "appears; change what it asks for, or add such slots.")
-            return True
-        self._remove(job_id, "no slot can run it")
-        self.report_job_error(job_info, msg=what + "The job was removed: change what the rule asks for (the "
-                                                   "FAILS lines), or set htcannex-unmatchable: wait to keep such "
-                                                   "jobs queued until slots that can run them appear. ")
-        return False
-
-    def _held_without_event_log(self, job_info: SubmittedJobInfo) -> Optional[JobRecord]:
-        """A held job's record from its ad, when the event log was never created. HTCondor writes the
-        log as the job's owner; where the owner cannot write the submit directory there is none, and
-        the job's outputs are held 12/13 (holds.py): asked of the schedd, so the run does not wait
-        forever on a log that will never come."""
-        tracker = self._runtime.tracker
-        if tracker.path.exists() or time.time() - _tracked(job_info).waiting_since < NO_EVENT_LOG_GRACE_S:
-            return None
-        if not self._warned_no_event_log:
-            self._warned_no_event_log = True
-            self.logger.warning(f"HTCondor has not created the event log {tracker.path}: it writes it as the "
-                                "job's owner, who cannot write there (see docs/real-access-point.md); "
-                                "asking the schedd about each job instead")
-        ads = self._runtime.connection.schedd.query(
-            _job_constraint(job_info.external_jobid),
-            projection=["JobStatus", "HoldReason", "HoldReasonCode", "HoldReasonSubCode"])
-        if not ads or ads[0].get("JobStatus") != JobStatus.HELD:
-            return None
-        ad = ads[0]
-        return JobRecord(job_info.external_jobid, phase=JobPhase.HELD, hold_reason=ad.get("HoldReason"),
-                         hold_code=ad.get("HoldReasonCode"), hold_subcode=ad.get("HoldReasonSubCode"))
-
-    def _more_memory_next_time(self, spec: JobSpec) -> str:
-        """Remember that this job's next attempt asks for more memory than the held one did, whatever
-        the hold's code (34, 26, 21: holds.py): a retry with the same request is held the same way."""
-        held_with = spec.resources.get("mem_mb")
-        if not isinstance(held_with, int):
-            return ""
-        floor = memory_for_retry(held_with)
-        self._memory_floor[self._signature(spec)] = floor
-        return f" A retry asks for at least {floor} MB (it was held with {held_with} MB)."
+            return waiting.held(job_info, record)
+        return waiting.idle(job_info)
 
     def _signature(self, spec: JobSpec) -> str:
         return job_signature(spec.rule, spec.outputs, self._runtime.submit_options)
-
-    def _wait_for_annex(self, job_info: SubmittedJobInfo) -> bool:
-        runtime = self._runtime
-        tracked = _tracked(job_info)
-        site = tracked.site
-        status = runtime.annexes.ensure(site)  # also retries a request a guard once refused
-        if status.state is AnnexState.UP:
-            runtime.connection.schedd.act(
-                htcondor2.JobAction.Release, job_info.external_jobid, reason=f"annex {site.name} is up"
-            )
-            tracked.held_for_annex = False
-            self.logger.info(f"Annex {site.name} is up: released HTCondor job {job_info.external_jobid}")
-            return True
-        if time.time() - tracked.waiting_since > runtime.idle_timeout_s:
-            return self._move_or_fail(job_info, f"annex {site.annex_name} did not come up. {status.message}")
-        return True
-
-    def _move_or_fail(self, job_info: SubmittedJobInfo, why: str, job_ad=None) -> bool:
-        """Send a job whose annex is not there to the next site of its rotation that can run it
-        (the same job: it keeps its self-checkpoint); fail it when no site is left."""
-        runtime, tracked, job = self._runtime, _tracked(job_info), job_info.job
-        if job_ad is None:
-            ads = runtime.connection.schedd.query(_job_constraint(job_info.external_jobid), projection=[])
-            job_ad = ads[0] if ads else None
-        tried = tracked.tried
-        tried.add(tracked.site.name)
-        site = job_ad is not None and recovery.next_site(runtime.config.rotation, runtime.config.sites, job.name,
-                                                         wildcards_of(job), job.attempt, tried, job_ad,
-                                                         self._placement_request(job, tracked.spec))
-        if not site:
-            return self._fail_waiting(job_info, why)
-        status = runtime.annexes.ensure(site)
-        recovery.retarget(runtime.connection.schedd, job_info.external_jobid, site)
-        tried.add(site.name)
-        self.logger.warning(f"HTCondor job {job_info.external_jobid} waited over {runtime.idle_timeout_s:g} s: "
-                            f"{why} Moved it to site {site.name} (annex {site.annex_name}); it keeps its "
-                            f"self-checkpoint. {status.message}")
-        tracked.site, tracked.waiting_since, tracked.idle_since = site, time.time(), None
-        return True
-
-    def _fail_waiting(self, job_info: SubmittedJobInfo, why: str) -> bool:
-        timeout = self._runtime.idle_timeout_s
-        self._remove(job_info.external_jobid, f"waited over {timeout:g} s for its annex")
-        self.report_job_error(job_info, msg=(
-            f"HTCondor job {job_info.external_jobid} waited over {timeout:g} s and did not run: "
-            f"{why} The job was removed. With --retries, Snakemake resubmits it as the next "
-            f"attempt, which rotation sends to the next site. "
-        ))
-        return False
-
-    def _remove(self, job_id: str, reason: str) -> None:
-        self._runtime.connection.schedd.act(htcondor2.JobAction.Remove, job_id, reason=reason)
 
     def _failure_message(self, job_info: SubmittedJobInfo, record) -> str:
         where = f" on annex {record.annex}" if record.annex else ""
@@ -500,7 +302,7 @@ class Executor(RemoteExecutor):
             if record.return_value is not None else record.end_reason
         )
         message = f"HTCondor job {record.job_id}{where} {what}. "
-        tail = secrets.redact(_tail(_tracked(job_info).stderr))
+        tail = secrets.redact(_tail(tracked(job_info).stderr))
         if tail:
             message += f"Last lines of its stderr:\n{tail}\n"
         return message + _execute_side_hint(record.return_value, tail) + _untravelled_file_hint(tail)
@@ -510,7 +312,7 @@ class Executor(RemoteExecutor):
         command = self._command(job)
         spec = job_spec(job, command, runtime.submit_options,
                         str(self.workflow.storage_settings.remote_job_local_storage_prefix))
-        floor = self._memory_floor.get(self._signature(spec))
+        floor = self._held_and_idle.memory_floor(spec)
         if floor is not None and spec.resources.get("mem_mb", 0) < floor:
             spec = dataclasses.replace(spec, resources=with_memory(spec.resources, floor))
         return spec, command
@@ -538,7 +340,7 @@ class Executor(RemoteExecutor):
         at least the memory a memory hold set for this job's next attempt (an MLDAG chunk's own
         request_memory wins over it, as in its submit description)."""
         request = placement_request(spec.rule, job.resources, job.threads)
-        floor = self._memory_floor.get(self._signature(spec))
+        floor = self._held_and_idle.memory_floor(spec)
         if floor is not None and isinstance(request, ResourceRequest) and (request.memory_mb or 0) < floor:
             request = dataclasses.replace(request, memory_mb=floor)
         return request
@@ -552,20 +354,6 @@ class Executor(RemoteExecutor):
             raise WorkflowError(str(error)) from error
         if plan:
             self.logger.info(plan)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _untravelled_file_hint(stderr_tail: str) -> str:
@@ -593,13 +381,6 @@ def _execute_side_hint(return_value: Optional[int], stderr_tail: str) -> str:
             f"(or the rule's command) with PATH={EXECUTE_POINT_PATH} and the Python found there. Fix: "
             "give the jobs a container image with the workflow's software (--htcannex-container-image), "
             "or have the site provide a `python` with it on that PATH (docs/real-access-point.md). ")
-
-
-
-
-def _job_constraint(job_id: str) -> str:
-    cluster, proc = job_id.split(".")
-    return f"ClusterId == {cluster} && ProcId == {proc}"
 
 
 def _tail(path: Optional[str], lines: int = STDERR_TAIL_LINES) -> str:

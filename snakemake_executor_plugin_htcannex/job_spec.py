@@ -8,6 +8,7 @@ process inside a job exits 1 whatever its script exited with, so HTCondor would 
 code; `with_checkpoint_exit` makes the job exit with the code a script wrote to the marker file
 (paths.CHECKPOINT_EXIT_MARKER, named to the job by $HTCANNEX_CHECKPOINT_EXIT_MARKER).
 """
+import os
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -126,6 +127,11 @@ def products(job: JobExecutorInterface) -> list:
         product for member in members for product in member.products()
         if not any(is_flagged(product, flag) for flag in PRODUCTS_WITHOUT_FILE)
         and not (is_flagged(product, "temp") and str(product) in read_in_group)))
+
+
+def missing_products(job: JobExecutorInterface) -> list[str]:
+    """The job's local products that are not here (its storage ones went up from the job)."""
+    return [str(product) for product in products(job) if not product.is_storage and not os.path.exists(product)]
 
 
 def _logs(job: JobExecutorInterface) -> list:

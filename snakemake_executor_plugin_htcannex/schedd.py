@@ -66,6 +66,17 @@ class ScheddNotFound(RuntimeError):
 UNANSWERED = (htcondor2.HTCondorException, OSError)
 
 
+def job_id(ad: classad2.ClassAd) -> str:
+    """The HTCondor job id ("cluster.proc") of a job ad."""
+    return f"{ad['ClusterId']}.{ad['ProcId']}"
+
+
+def job_constraint(job: str) -> str:
+    """The constraint that selects one job by its id ("cluster.proc")."""
+    cluster, proc = job.split(".")
+    return f"ClusterId == {cluster} && ProcId == {proc}"
+
+
 def connect(target: str, pool_dir: Optional[Path] = None, config_path: Optional[Path] = None,
             create_pool: bool = True) -> Connection:
     """Open the pool named by `target`.

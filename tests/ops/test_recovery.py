@@ -1,9 +1,9 @@
-"""recovery.py's pieces on their own (end to end in test_faults.py)."""
+"""recovery.py's and adoption.py's pieces on their own (end to end in test_faults.py)."""
 from pathlib import Path
 
 import classad2
 
-from snakemake_executor_plugin_htcannex import recovery
+from snakemake_executor_plugin_htcannex import adoption, recovery
 from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
 from snakemake_executor_plugin_htcannex.site import ResourceRequest
 
@@ -51,8 +51,8 @@ def finished(cluster, signature, exit_code=0, status=4):
 def test_finished_jobs_adopts_only_the_marked_job_that_completed_with_exit_code_0():
     schedd = RecordingSchedd([finished(1, "s1"), finished(2, "s2", exit_code=1), finished(3, "s3", status=3),
                               finished(4, "s4"), finished(9, "s9")])
-    jobs = recovery.FinishedJobs(schedd, lambda: ["1.0", "2.0", "3.0", "4.0", "5.0", "slurm-77"])
-    assert recovery.job_id(jobs.completed(["1.0"], "s1")) == "1.0"
+    jobs = adoption.FinishedJobs(schedd, lambda: ["1.0", "2.0", "3.0", "4.0", "5.0", "slurm-77"])
+    assert adoption.job_id(jobs.completed(["1.0"], "s1")) == "1.0"
     assert jobs.completed(["2.0"], "s2") is None  # failed
     assert jobs.completed(["3.0"], "s3") is None  # removed
     assert jobs.completed(["4.0"], "another job's signature") is None  # e.g. a marker from another pool
@@ -65,6 +65,6 @@ def test_finished_jobs_adopts_only_the_marked_job_that_completed_with_exit_code_
 
 def test_finished_jobs_asks_nothing_when_no_job_is_marked():
     schedd = RecordingSchedd([finished(1, "s1")])
-    jobs = recovery.FinishedJobs(schedd, lambda: [])
+    jobs = adoption.FinishedJobs(schedd, lambda: [])
     assert jobs.completed(["1.0"], "s1") is None
     assert schedd.queries == []

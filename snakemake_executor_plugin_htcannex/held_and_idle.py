@@ -1,0 +1,196 @@
+"""What the executor does with a job that is queued and not running: held, waiting for its annex,
+or idle for longer than the idle timeout (annex: idle_timeout, --htcannex-idle-timeout).
+
+- Held (`held`): the hold policy (tracking.HoldPolicy, holds.py for what a hold means) releases
+  it, or it is removed and failed; after a memory hold the job's next attempt asks for more.
+- Held by htcannex until its annex is up (`waiting_for_annex`): released once the annex is up;
+  moved to the next site of its rotation (recovery.py) when it did not come up in time.
+- Idle (`idle`): looked at once per idle timeout; an annex job whose annex is gone, or has no slot
+  that can run it, is moved; any other job no slot can run is reported (diagnose.never_matches).
+- Held, with no event log (`held_without_event_log`): asked of the schedd instead.
+
+Each returns what the executor's status check needs: whether the job is still active (False once
+it was reported failed through `fail`).
+"""
+import time
+from typing import Callable, Optional
+
+import htcondor2
+from htcondor_codes import JobStatus
+from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
+
+from . import recovery, secrets
+from .annex import AnnexState
+from .description import JobSpec, job_signature
+from .diagnose import never_matches
+from .holds import memory_for_retry
+from .job_spec import wildcards_of
+from .placement import Request
+from .runtime import Runtime
+from .schedd import job_constraint
+from .tracked_job import tracked
+from .tracking import JobPhase, JobRecord
+
+# How long after a submit a missing event log means HTCondor cannot write it (then the schedd is asked).
+NO_EVENT_LOG_GRACE_S = 10.0
+
+Fail = Callable[..., None]  # the executor's report_job_error(job_info, msg=...)
+PlacementRequest = Callable[[object, JobSpec], Request]  # what placement judges a job by
+
+
+class HeldAndIdle:
+    def __init__(self, runtime: Runtime, logger, unmatchable: str, fail: Fail, placement_request: PlacementRequest):
+        """`unmatchable`: --htcannex-unmatchable ("fail" or "wait"); `fail`: how a job is reported failed;
+        `placement_request`: what the executor's placement judges a job by (the rotation's next site)."""
+        self._runtime, self._logger, self._unmatchable = runtime, logger, unmatchable
+        self._fail, self._placement_request = fail, placement_request
+        # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold
+        self._memory_floor: dict[str, int] = {}
+        self._warned_no_event_log = False
+
+    def memory_floor(self, spec: JobSpec) -> Optional[int]:
+        """The memory (MB) this job asks for at least, when an earlier attempt was held for memory."""
+        return self._memory_floor.get(self._signature(spec))
+
+    def held(self, job_info: SubmittedJobInfo, record: JobRecord) -> bool:
+        """Release the held job or remove and report it, as the hold policy decides."""
+        runtime = self._runtime
+        decision = runtime.hold_policy.decide(record, tracked(job_info).spec.rule)
+        if decision is None:
+            return True
+        # A hold reason may quote a URL with its token (osdf://...?authz=...).
+        message = secrets.redact(decision.message)
+        if decision.release:
+            self._logger.warning(message)
+            runtime.connection.schedd.act(htcondor2.JobAction.Release, record.job_id, reason=message)
+            return True
+        self._remove(record.job_id, "held: " + secrets.redact(record.hold_reason or ""))
+        if record.hold.needs_more_memory:
+            message += self._more_memory_next_time(tracked(job_info).spec)
+        self._fail(job_info, msg=message + " ")
+        return False
+
+    def idle(self, job_info: SubmittedJobInfo) -> bool:
+        """Idle: released, or evicted when its annex expired. A job idle too long is looked at (once
+        per idle timeout): an annex job whose annex is gone, or has no slot that can run it, waits for
+        nothing and is moved; any other job that no slot can run is reported (diagnose.never_matches)."""
+        runtime, job = self._runtime, tracked(job_info)
+        if not job.due_a_look(runtime.idle_timeout_s, time.time()):
+            return True
+        ads = runtime.connection.schedd.query(job_constraint(job_info.external_jobid), projection=[])
+        if not ads:
+            return True
+        site = job.site
+        if site is not None and site.kind == "annex":
+            stuck = recovery.stuck_on_annex(runtime.connection.collector, ads[0], site.annex_name)
+            return self._move_or_fail(job_info, stuck, ads[0]) if stuck else True
+        return self._unless_unmatchable(job_info, ads[0])
+
+    def waiting_for_annex(self, job_info: SubmittedJobInfo) -> bool:
+        """A job held until its annex is up: released when it is, moved when it did not come up in time."""
+        runtime = self._runtime
+        job = tracked(job_info)
+        site = job.site
+        status = runtime.annexes.ensure(site)  # also retries a request a guard once refused
+        if status.state is AnnexState.UP:
+            runtime.connection.schedd.act(
+                htcondor2.JobAction.Release, job_info.external_jobid, reason=f"annex {site.name} is up"
+            )
+            job.held_for_annex = False
+            self._logger.info(f"Annex {site.name} is up: released HTCondor job {job_info.external_jobid}")
+            return True
+        if time.time() - job.waiting_since > runtime.idle_timeout_s:
+            return self._move_or_fail(job_info, f"annex {site.annex_name} did not come up. {status.message}")
+        return True
+
+    def held_without_event_log(self, job_info: SubmittedJobInfo) -> Optional[JobRecord]:
+        """A held job's record from its ad, when the event log was never created. HTCondor writes the
+        log as the job's owner; where the owner cannot write the submit directory there is none, and
+        the job's outputs are held 12/13 (holds.py): asked of the schedd, so the run does not wait
+        forever on a log that will never come."""
+        tracker = self._runtime.tracker
+        if tracker.path.exists() or time.time() - tracked(job_info).waiting_since < NO_EVENT_LOG_GRACE_S:
+            return None
+        if not self._warned_no_event_log:
+            self._warned_no_event_log = True
+            self._logger.warning(f"HTCondor has not created the event log {tracker.path}: it writes it as the "
+                                 "job's owner, who cannot write there (see docs/real-access-point.md); "
+                                 "asking the schedd about each job instead")
+        ads = self._runtime.connection.schedd.query(
+            job_constraint(job_info.external_jobid),
+            projection=["JobStatus", "HoldReason", "HoldReasonCode", "HoldReasonSubCode"])
+        if not ads or ads[0].get("JobStatus") != JobStatus.HELD:
+            return None
+        ad = ads[0]
+        return JobRecord(job_info.external_jobid, phase=JobPhase.HELD, hold_reason=ad.get("HoldReason"),
+                         hold_code=ad.get("HoldReasonCode"), hold_subcode=ad.get("HoldReasonSubCode"))
+
+    def _unless_unmatchable(self, job_info: SubmittedJobInfo, job_ad) -> bool:
+        """Report a job no slot can run, live or in the catalogue, with `htcannex why`'s explanation;
+        fail it, or leave it queued with --htcannex-unmatchable wait."""
+        runtime = self._runtime
+        report = never_matches(job_ad, runtime.config, runtime.connection.collector)
+        if report is None:
+            return True
+        job_id, timeout = job_info.external_jobid, runtime.idle_timeout_s
+        what = (f"HTCondor job {job_id} (rule {tracked(job_info).spec.rule}) has been idle for {timeout:g} s, and "
+                f"no slot can run it, neither one in the collector nor a site of {runtime.config.path}; as "
+                f"`htcannex why {job_id}` explains:\n" + secrets.redact("\n".join(report)) + "\n")
+        if self._unmatchable == "wait":
+            self._logger.warning(what + "It stays queued (htcannex-unmatchable: wait) until a slot that can run it "
+                                        "appears; change what it asks for, or add such slots.")
+            return True
+        self._remove(job_id, "no slot can run it")
+        self._fail(job_info, msg=what + "The job was removed: change what the rule asks for (the "
+                                        "FAILS lines), or set htcannex-unmatchable: wait to keep such "
+                                        "jobs queued until slots that can run them appear. ")
+        return False
+
+    def _more_memory_next_time(self, spec: JobSpec) -> str:
+        """Remember that this job's next attempt asks for more memory than the held one did, whatever
+        the hold's code (34, 26, 21: holds.py): a retry with the same request is held the same way."""
+        held_with = spec.resources.get("mem_mb")
+        if not isinstance(held_with, int):
+            return ""
+        floor = memory_for_retry(held_with)
+        self._memory_floor[self._signature(spec)] = floor
+        return f" A retry asks for at least {floor} MB (it was held with {held_with} MB)."
+
+    def _signature(self, spec: JobSpec) -> str:
+        return job_signature(spec.rule, spec.outputs, self._runtime.submit_options)
+
+    def _move_or_fail(self, job_info: SubmittedJobInfo, why: str, job_ad=None) -> bool:
+        """Send a job whose annex is not there to the next site of its rotation that can run it
+        (the same job: it keeps its self-checkpoint); fail it when no site is left."""
+        runtime, job, snakemake_job = self._runtime, tracked(job_info), job_info.job
+        if job_ad is None:
+            ads = runtime.connection.schedd.query(job_constraint(job_info.external_jobid), projection=[])
+            job_ad = ads[0] if ads else None
+        tried = job.tried
+        tried.add(job.site.name)
+        site = job_ad is not None and recovery.next_site(
+            runtime.config.rotation, runtime.config.sites, snakemake_job.name, wildcards_of(snakemake_job),
+            snakemake_job.attempt, tried, job_ad, self._placement_request(snakemake_job, job.spec))
+        if not site:
+            return self._fail_waiting(job_info, why)
+        status = runtime.annexes.ensure(site)
+        recovery.retarget(runtime.connection.schedd, job_info.external_jobid, site)
+        tried.add(site.name)
+        self._logger.warning(f"HTCondor job {job_info.external_jobid} waited over {runtime.idle_timeout_s:g} s: "
+                             f"{why} Moved it to site {site.name} (annex {site.annex_name}); it keeps its "
+                             f"self-checkpoint. {status.message}")
+        job.site, job.waiting_since, job.idle_since = site, time.time(), None
+        return True
+
+    def _fail_waiting(self, job_info: SubmittedJobInfo, why: str) -> bool:
+        timeout = self._runtime.idle_timeout_s
+        self._remove(job_info.external_jobid, f"waited over {timeout:g} s for its annex")
+        self._fail(job_info, msg=(
+            f"HTCondor job {job_info.external_jobid} waited over {timeout:g} s and did not run: "
+            f"{why} The job was removed. With --retries, Snakemake resubmits it as the next "
+            f"attempt, which rotation sends to the next site. "
+        ))
+        return False
+
+    def _remove(self, job_id: str, reason: str) -> None:
+        self._runtime.connection.schedd.act(htcondor2.JobAction.Remove, job_id, reason=reason)
