@@ -92,13 +92,19 @@ def _check_runs_alone(job) -> None:
                              "are Snakemake's to handle in the job")
 
 
+def _check_no_tmpdir(code: str, what: str) -> None:
+    """A command or script that names the tmpdir resource needs the job's Snakemake: formatted here,
+    tmpdir would be the submit side's temporary directory, which the execute point does not have."""
+    if "tmpdir" in code:
+        raise NeedsSnakemake(f"its {what} uses the tmpdir resource, which must be the execute point's")
+
+
 def _shell_command(job) -> JobCommand:
     chosen = dict(job.resources.items()).get("shell_exec") or shell.get_executable() or "sh"
     shell_path = SHELLS.get(os.path.basename(str(chosen)))
     if shell_path is None:
         raise NeedsSnakemake(f"its shell {chosen} may not be on an execute point (bash and sh are)")
-    if "tmpdir" in job.rule.shellcmd:
-        raise NeedsSnakemake("its command uses the tmpdir resource, which must be the execute point's")
+    _check_no_tmpdir(job.rule.shellcmd, "command")
     # Snakemake's prefix as the Snakefile left it (`set -euo pipefail; ` under bash
     # unless shell.prefix() changed it), and its suffix.
     prefix = shell._get_process_prefix(shell_path)
@@ -117,8 +123,7 @@ def _script_command(job, workflow, options: SubmitOptions, python: str) -> JobCo
         raise NeedsSnakemake(f"its script is {language}, which Snakemake runs with its own interpreter and preamble")
     if not is_local:
         raise NeedsSnakemake("its script comes from a URL, which Snakemake fetches")
-    if "tmpdir" in source:
-        raise NeedsSnakemake("its script uses the tmpdir resource, which must be the execute point's")
+    _check_no_tmpdir(source, "script")
     # The script as the job sees it: at its place relative to the working directory, which
     # file transfer keeps in the sandbox (its path here means nothing on an execute point).
     script = os.path.relpath(path.get_path_or_uri(secret_free=True), options.workdir)

@@ -59,6 +59,10 @@ def test_plain_shell_rules_run_without_snakemake_and_others_with_it(workdir, emb
     for rule in ("multiline", "python"):
         assert runs_snakemake(ads[rule]), rule
         assert "Snakefile" in ads[rule]["TransferInput"], rule
+    # A command using the tmpdir resource runs under Snakemake in its job, where tmpdir is the sandbox's.
+    assert runs_snakemake(ads["tmpdir"])
+    tmpdir, sandbox = (workdir / "tmpdir.txt").read_text().split()
+    assert tmpdir.startswith(sandbox), (tmpdir, sandbox)
     # Only jobs running Snakemake get room for it on top of the rule's memory.
     assert plain["RequestMemory"] < ads["python"]["RequestMemory"]
 
