@@ -162,7 +162,7 @@ class _HtcannexDriver:
         schedd = Counting(pool.schedd(), calls)
         self.executor = Executor.__new__(Executor)
         self.executor.logger = logging.getLogger("bench")
-        self.executor._unreported = set()
+        self.executor._unreported = {}
         # As the local profile's status interval (1 s) sets it: a schedd query after 5 s of silence.
         self.executor._watch = ScheddWatch(schedd, SILENT_CHECKS * 1.0, True, self.executor.logger)
         self.executor._runtime = Runtime(

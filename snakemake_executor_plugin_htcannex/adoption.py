@@ -17,13 +17,15 @@ import htcondor2
 from htcondor_codes import JobStatus
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
+from . import paths
 from .holds import Hold
 from .job_spec import missing_products
-from .schedd import job_id
+from .prepared_scripts import PreparedScripts
+from .schedd import UNANSWERED, job_id
 from .site import Site
 
 QUEUED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "HtcannexSignature", "HtcannexSite", "HoldReasonCode",
-                     "QDate", "Err"]
+                     "QDate", "Err", "HtcannexPreparedScript", "Arguments"]
 FINISHED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "ExitCode", "HtcannexSignature", "HtcannexSite"]
 # Which of several queued copies of one job to keep: the one furthest along.
 PREFERENCE = {JobStatus.RUNNING: 0, JobStatus.IDLE: 1, JobStatus.HELD: 2}
@@ -40,8 +42,27 @@ class QueuedJobs:
         self.schedd = schedd
         self._by_signature: Optional[dict] = None
 
-    def take(self, signature: str) -> tuple[Optional[classad2.ClassAd], list[str]]:
-        """The queued job with this signature to adopt, and the ids of surplus copies (to remove)."""
+    def take(self, signature: str) -> tuple[Optional[classad2.ClassAd], list[classad2.ClassAd]]:
+        """The queued job with this signature to adopt, and the surplus copies (to remove)."""
+        ads = self._read().pop(signature, [])
+        if not ads:
+            return None, []
+        ads.sort(key=lambda ad: (PREFERENCE[ad["JobStatus"]], -ad.get("QDate", 0)))
+        return ads[0], ads[1:]
+
+    def prepared_scripts(self) -> Optional[set[str]]:
+        """The prepared scripts the queued jobs name; None when some queued job may need a script
+        it does not name (one submitted by an htcannex from before HtcannexPreparedScript, whose
+        command runs a script from the scripts directory)."""
+        scripts = set()
+        for ad in (ad for ads in self._read().values() for ad in ads):
+            if "HtcannexPreparedScript" in ad:
+                scripts.add(ad["HtcannexPreparedScript"])
+            elif str(paths.job_scripts_dir()) in ad.get("Arguments", ""):
+                return None
+        return scripts
+
+    def _read(self) -> dict:
         if self._by_signature is None:
             self._by_signature = {}
             for ad in self.schedd.query(
@@ -50,11 +71,7 @@ class QueuedJobs:
                 projection=QUEUED_PROJECTION,
             ):
                 self._by_signature.setdefault(ad["HtcannexSignature"], []).append(ad)
-        ads = self._by_signature.pop(signature, [])
-        if not ads:
-            return None, []
-        ads.sort(key=lambda ad: (PREFERENCE[ad["JobStatus"]], -ad.get("QDate", 0)))
-        return ads[0], [job_id(ad) for ad in ads[1:]]
+        return self._by_signature
 
 
 class FinishedJobs:
@@ -104,6 +121,7 @@ class StillQueued:
     site: Optional[Site]
     held_for_annex: bool  # held by htcannex until its annex is up, as a fresh submit would be
     stderr: Optional[str]
+    prepared_script: Optional[str]  # the script prepared for it by the earlier Snakemake (prepared_scripts.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,10 +134,26 @@ class CompletedWhileDown:
 class Adoption:
     """For each job this run is about to submit, the earlier submission of it to adopt, if any."""
 
-    def __init__(self, schedd, sites: dict, workflow, logger):
+    def __init__(self, schedd, sites: dict, workflow, logger, scripts: PreparedScripts):
         self._schedd, self._sites, self._workflow, self._logger = schedd, sites, workflow, logger
+        self._scripts = scripts
         self._left_in_queue = QueuedJobs(schedd)
         self._finished_while_down = FinishedJobs(schedd, self._marked_job_ids)
+
+    def remove_stale_scripts(self) -> None:
+        """At the run's start: remove the scripts an earlier (killed) Snakemake prepared for jobs that
+        are no longer queued; those of queued jobs stay until the jobs end (adopted, or not)."""
+        try:
+            needed = self._left_in_queue.prepared_scripts()
+        except UNANSWERED as error:  # asked again at the first job; the scripts wait for the next run
+            self._logger.debug(f"Prepared scripts of earlier runs kept: the schedd did not answer ({error})")
+            return
+        if needed is None:
+            self._logger.debug("Prepared scripts of earlier runs kept: a queued job may run one it does not name")
+            return
+        removed = self._scripts.remove_all_but(needed)
+        if removed:
+            self._logger.debug(f"Removed the prepared scripts no queued job runs: {', '.join(removed)}")
 
     def earlier_submission(self, job: JobExecutorInterface,
                            signature: str) -> Union[StillQueued, CompletedWhileDown, None]:
@@ -129,12 +163,15 @@ class Adoption:
         if ad is None:
             return self._completed_while_down(job, signature)
         if surplus:
-            self._schedd.act(htcondor2.JobAction.Remove, surplus, reason=f"duplicate of HTCondor job {job_id(ad)}")
+            self._schedd.act(htcondor2.JobAction.Remove, [job_id(copy) for copy in surplus],
+                             reason=f"duplicate of HTCondor job {job_id(ad)}")
+            self._scripts.remove(*(copy.get("HtcannexPreparedScript") for copy in surplus))
         held_for_annex = (ad["JobStatus"] == JobStatus.HELD
                           and Hold(ad.get("HoldReasonCode"), ad.get("HoldReasonSubCode")).ours)
         self._logger.info(f"Adopted HTCondor job {job_id(ad)} for job {job.jobid}: it was submitted "
                           "before Snakemake restarted and is still queued, so it is not submitted again")
-        return StillQueued(job_id(ad), self._sites.get(ad.get("HtcannexSite")), held_for_annex, ad.get("Err"))
+        return StillQueued(job_id(ad), self._sites.get(ad.get("HtcannexSite")), held_for_annex, ad.get("Err"),
+                           ad.get("HtcannexPreparedScript"))
 
     def _completed_while_down(self, job: JobExecutorInterface, signature: str) -> Optional[CompletedWhileDown]:
         """The job an earlier (killed) Snakemake submitted that completed while it was down, when its

@@ -72,6 +72,9 @@ class JobSpec:
     environment: Mapping[str, str] = field(default_factory=dict)  # this job's; wins over the profile's
     container: str | None = None  # the rule's container; overrides the profile's
     ships_workflow_sources: bool = True  # False: the job runs no Snakemake and needs no Snakefile
+    # The script direct_command.py prepared for the job (workdir-relative), named in its ad as
+    # HtcannexPreparedScript: a restarted executor keeps it while the job is queued, removes it after.
+    prepared_script: str | None = None
 
 
 @dataclass(frozen=True)
@@ -368,6 +371,8 @@ def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: V
         # names here, remoteresource.cpp), so the event log says which annex every execution was on.
         "ulog_execute_attrs": "AnnexName",
     }
+    if spec.prepared_script:
+        commands["MY.HtcannexPreparedScript"] = classad2.quote(check.text("prepared script", spec.prepared_script))
     if site is not None:
         commands["MY.HtcannexSite"] = classad2.quote(site.name)
         if site.kind == "annex":

@@ -33,6 +33,7 @@ from .job_spec import (JobCommand, job_spec, missing_products, placement_request
                        with_memory)
 from .placement import Request, place
 from .plan import plan_report
+from .prepared_scripts import PreparedScripts
 from .rotation import RotationError
 from .runtime import EXECUTE_POINT_PATH, Runtime
 from .site import ResourceRequest, SiteRefusal
@@ -55,9 +56,10 @@ class Executor(RemoteExecutor):
         # and that thread calls check_active_jobs at once: it must find this.
         self._runtime: Optional[Runtime] = None
         self._submitter: Optional[Submitter] = None
-        # HTCondor job ids submitted or adopted and not yet reported: what Ctrl-C removes. Snakemake's
-        # own list leaves out the jobs the status thread is looking at when the signal comes.
-        self._unreported: set[str] = set()
+        # HTCondor job ids submitted or adopted and not yet reported, with the script each runs (or
+        # None): what Ctrl-C removes. Snakemake's own list leaves out the jobs the status thread is
+        # looking at when the signal comes.
+        self._unreported: dict[str, Optional[str]] = {}
         super().__init__(workflow, logger)
 
     def __post_init__(self):
@@ -65,7 +67,10 @@ class Executor(RemoteExecutor):
         self._watch = ScheddWatch(runtime.connection.schedd, SILENT_CHECKS * self.next_seconds_between_status_checks,
                                   runtime.connection.embedded, self.logger)
         self._submitter = Submitter(runtime.connection.schedd)
-        self._adoption = Adoption(runtime.connection.schedd, runtime.config.sites, self.workflow, self.logger)
+        self._scripts = PreparedScripts(runtime.submit_options.workdir, self.workflow.execution_settings.cleanup_scripts)
+        self._adoption = Adoption(runtime.connection.schedd, runtime.config.sites, self.workflow, self.logger,
+                                  self._scripts)
+        self._adoption.remove_stale_scripts()  # before this run prepares any
         self._held_and_idle = HeldAndIdle(runtime, self.logger, self.workflow.executor_settings.unmatchable,
                                           self.report_job_error, self._placement_request)
         self._runtime = runtime  # the status thread starts checking jobs with this
@@ -108,7 +113,7 @@ class Executor(RemoteExecutor):
         spec, command = self._job_spec(job)
         if self._adopt(job, spec) or not self._submit(job, spec, command):
             # Adopted (that submission runs the script prepared for it then), or not queued.
-            self._remove_prepared_script(command.prepared_script)
+            self._scripts.remove(command.prepared_script)
 
     def _submit(self, job: JobExecutorInterface, spec: JobSpec, command: JobCommand) -> bool:
         """Place and describe the job and hand it to the submitter; False (the job reported failed)
@@ -148,7 +153,7 @@ class Executor(RemoteExecutor):
                         prepared_script=command.prepared_script)
 
         def refused(error: Exception):  # htcondor2.HTCondorException, the embedded pool's PoolRequestError
-            self._remove_prepared_script(command.prepared_script)
+            self._scripts.remove(command.prepared_script)
             self.report_job_error(SubmittedJobInfo(job), msg=f"The schedd refused to queue job {job.jobid}: "
                                                             f"{secrets.redact(str(error))} ")
 
@@ -158,7 +163,7 @@ class Executor(RemoteExecutor):
 
     def _track(self, job: JobExecutorInterface, job_id: str, site, held_for_annex: bool, stderr,
                spec: JobSpec, prepared_script: Optional[str] = None) -> None:
-        self._unreported.add(job_id)
+        self._unreported[job_id] = prepared_script
         self.report_job_submission(SubmittedJobInfo(
             job, external_jobid=job_id,
             aux={"htcannex": TrackedJob(spec, site, held_for_annex, stderr, prepared_script)},
@@ -172,7 +177,8 @@ class Executor(RemoteExecutor):
             # Not tracked: nothing is left to wait for (Snakemake checks the outputs and clears its marker).
             self.report_job_success(SubmittedJobInfo(job, external_jobid=earlier.job_id))
         elif earlier is not None:
-            self._track(job, earlier.job_id, earlier.site, earlier.held_for_annex, stderr=earlier.stderr, spec=spec)
+            self._track(job, earlier.job_id, earlier.site, earlier.held_for_annex, stderr=earlier.stderr, spec=spec,
+                        prepared_script=earlier.prepared_script)
         return earlier is not None
 
     async def check_active_jobs(
@@ -202,8 +208,8 @@ class Executor(RemoteExecutor):
             if active:
                 yield job_info
             else:
-                self._unreported.discard(job_info.external_jobid)
-                self._remove_prepared_script(tracked(job_info).prepared_script)
+                self._unreported.pop(job_info.external_jobid, None)
+                self._scripts.remove(tracked(job_info).prepared_script)
 
     async def sleep(self):
         """Wait until the event log grows, at most --seconds-between-status-checks.
@@ -236,14 +242,18 @@ class Executor(RemoteExecutor):
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]):
         # Ctrl-C must end the run whatever the schedd does: jobs that have just left the queue are
         # no error (the schedd counts them not found), and a schedd that does not answer is said.
-        ids = sorted({job_info.external_jobid for job_info in active_jobs} | self._unreported)
+        ids = sorted({job_info.external_jobid for job_info in active_jobs} | self._unreported.keys())
         if not ids or self._runtime is None:
             return
         try:
             self._runtime.connection.schedd.act(htcondor2.JobAction.Remove, ids, reason="Snakemake was cancelled")
         except schedd_seam.UNANSWERED as error:
+            # Their scripts stay: the jobs may still run (the next run removes them once they have left).
             self.logger.error(f"Could not remove HTCondor job(s) {', '.join(ids)}: {error}. They may still be "
                               "queued: remove them (condor_rm) once the schedd answers again")
+            return
+        self._scripts.remove(*(tracked(job_info).prepared_script for job_info in active_jobs),
+                             *self._unreported.values())
 
     def shutdown(self):
         self._stop_submitting()
@@ -328,12 +338,6 @@ class Executor(RemoteExecutor):
         # format_job_exec() is a shell command (it may `export` variables and
         # chain with &&), quoted for a shell: hand it to one, never re-quote it.
         return JobCommand("/bin/sh", self.format_job_exec(job))
-
-    def _remove_prepared_script(self, path: Optional[str]) -> None:
-        """Remove the script prepared for a job once nothing will run it, as Snakemake removes its own
-        (unless --skip-script-cleanup)."""
-        if path and self.workflow.execution_settings.cleanup_scripts:
-            (self._runtime.submit_options.workdir / path).unlink(missing_ok=True)
 
     def _placement_request(self, job: JobExecutorInterface, spec: JobSpec) -> Request:
         """What placement judges the job by: the plan's request (job_spec.placement_request), with

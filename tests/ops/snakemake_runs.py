@@ -1,12 +1,15 @@
 """Running snakemake on the faults workflow (tests/ops/workflows/faults), reading its event log and
 its status board."""
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import classad2
 import htcondor2
+from waiting import wait_until
 
 FAULTS = Path(__file__).parent / "workflows" / "faults"  # the workflow these tests run
 BIN = Path(sys.executable).parent
@@ -22,6 +25,42 @@ def snakemake_argv(workdir: Path, *targets: str, extra=()) -> list[str]:
 def run_snakemake(workdir: Path, env: dict, *targets: str, extra=(), timeout=180):
     return subprocess.run(snakemake_argv(workdir, *targets, extra=extra), cwd=workdir, env=env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def start_snakemake(workdir: Path, env: dict, *targets: str, extra=()) -> subprocess.Popen:
+    """snakemake started as from a terminal: its output (stdout and stderr) read as it comes, and
+    SIGINT a terminal's Ctrl-C, even where the tests were started with SIGINT ignored."""
+    return subprocess.Popen(snakemake_argv(workdir, *targets, extra=extra), cwd=workdir, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def read_until(snakemake: subprocess.Popen, text: str) -> str:
+    """What `snakemake` writes, up to the first line that holds `text`."""
+    lines = []
+    for line in snakemake.stdout:
+        lines.append(line)
+        if text in line:
+            break
+    return "".join(lines)
+
+
+def running_job(pool, rule):
+    ads = pool.schedd().query(f'HtcannexRule == "{rule}" && JobStatus == 2', ["ClusterId", "ProcId", "RemoteHost"])
+    return ads[0] if ads else None
+
+
+def kill_snakemake_once_running(workdir, env, pool, rule, target, options):
+    """Start snakemake for `target`, kill -9 it once a job of `rule` runs, and unlock the directory."""
+    first = subprocess.Popen(snakemake_argv(workdir, target, extra=options), cwd=workdir, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_until(lambda: running_job(pool, rule), timeout_s=60, what=f"a job of rule {rule} to start")
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # as when the login node reboots
+        first.wait()
+    unlocked = run_snakemake(workdir, env, target, extra=["--unlock"])
+    assert unlocked.returncode == 0, unlocked.stderr[-2000:]
 
 
 def events(workdir: Path) -> list:

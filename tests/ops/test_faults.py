@@ -5,8 +5,6 @@ relies on: the workflow still finishes, no work is duplicated, and the output
 says what happened.
 """
 import getpass
-import os
-import signal
 import subprocess
 
 import htcondor2
@@ -15,14 +13,9 @@ from waiting import wait_until
 
 from htcannex_pool import Pool
 
-from .snakemake_runs import annexes_by_job, board, events, run_snakemake, snakemake_argv
+from .snakemake_runs import annexes_by_job, board, events, kill_snakemake_once_running, run_snakemake, snakemake_argv
 
 pytestmark = pytest.mark.slow
-
-
-def running_job(pool, rule):
-    ads = pool.schedd().query(f'HtcannexRule == "{rule}" && JobStatus == 2', ["ClusterId", "ProcId", "RemoteHost"])
-    return ads[0] if ads else None
 
 
 def submissions(pool, rule):
@@ -128,22 +121,9 @@ def test_failed_input_transfer_is_released_and_the_job_finishes(workdir, user_en
     assert "after a transient hold" in result.stderr
 
 
-def kill_snakemake_once_the_chunk_runs(workdir, env, pool, target, options):
-    """Start snakemake for `target`, kill -9 it once the chunk's job runs, and unlock the directory."""
-    first = subprocess.Popen(snakemake_argv(workdir, target, extra=options), cwd=workdir, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        wait_until(lambda: running_job(pool, "chunk"), timeout_s=60, what="the chunk to start")
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)  # as when the login node reboots
-        first.wait()
-    unlocked = run_snakemake(workdir, env, target, extra=["--unlock"])
-    assert unlocked.returncode == 0, unlocked.stderr[-2000:]
-
-
 def test_restarted_snakemake_adopts_the_running_job_instead_of_resubmitting(workdir, user_env, embedded_pool):
     target = "run0-chunk0.txt"  # its job must still be running when Snakemake is back
-    kill_snakemake_once_the_chunk_runs(workdir, user_env, embedded_pool, target, ["--config", "sleep=15"])
+    kill_snakemake_once_running(workdir, user_env, embedded_pool, "chunk", target, ["--config", "sleep=15"])
     result = run_snakemake(workdir, user_env, target, extra=["--config", "sleep=15"])
     assert result.returncode == 0, result.stderr[-4000:]
     assert (workdir / target).read_text() == "run 0 chunk 0\n"
@@ -157,7 +137,7 @@ def test_restarted_snakemake_adopts_a_job_that_completed_while_it_was_down(workd
                                                                            exit_code, output_deleted):
     target = "run0-chunk0.txt"
     options = ["--config", "sleep=3", f"exit_code={exit_code}"]
-    kill_snakemake_once_the_chunk_runs(workdir, user_env, embedded_pool, target, options)
+    kill_snakemake_once_running(workdir, user_env, embedded_pool, "chunk", target, options)
     wait_until(lambda: embedded_pool.schedd().history('HtcannexRule == "chunk"', ["ClusterId"]),
                timeout_s=60, what="the chunk to finish")
     if exit_code == 0:

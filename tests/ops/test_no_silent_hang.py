@@ -9,7 +9,7 @@ from pathlib import Path
 
 from waiting import wait_until
 
-from .snakemake_runs import run_snakemake, snakemake_argv
+from .snakemake_runs import read_until, run_snakemake, snakemake_argv, start_snakemake
 
 FAULTS = Path(__file__).parent / "workflows" / "faults"
 # More than any slot has, live (this machine) or in the faults catalogue; no rotation: any slot.
@@ -59,23 +59,15 @@ def test_a_job_no_slot_can_run_fails_within_the_idle_timeout_with_the_explanatio
 
 def test_with_unmatchable_wait_the_job_is_reported_and_stays_until_ctrl_c(tmp_path, user_env, embedded_pool):
     work = workflow(tmp_path, TOO_BIG)
-    # SIGINT as a terminal gives it, even where the tests were started with SIGINT ignored.
-    snakemake = subprocess.Popen(snakemake_argv(work, "big.txt", extra=["--htcannex-unmatchable", "wait"]),
-                                 cwd=work, env=user_env, text=True, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, preexec_fn=lambda: signal.signal(signal.SIGINT,
-                                                                                            signal.SIG_DFL))
-    lines = []
+    snakemake = start_snakemake(work, user_env, "big.txt", extra=["--htcannex-unmatchable", "wait"])
     try:
-        for line in snakemake.stdout:
-            lines.append(line)
-            if "It stays queued (htcannex-unmatchable: wait)" in line:
-                break
+        reported = read_until(snakemake, "It stays queued (htcannex-unmatchable: wait)")
         assert embedded_pool.schedd().query("JobStatus == 1", ["ClusterId"])  # still queued
         snakemake.send_signal(signal.SIGINT)
         rest, _ = snakemake.communicate(timeout=60)
     finally:
         snakemake.kill()
-    output = "".join(lines) + rest
+    output = reported + rest
     assert "no slot can run it" in output and "FAILS (job Requirements) TARGET.Memory" in output
     assert "Terminating processes on user request" in output and "Traceback" not in output
     assert embedded_pool.schedd().query("true", ["ClusterId"]) == []  # Ctrl-C removed it
