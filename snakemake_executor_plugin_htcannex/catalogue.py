@@ -16,6 +16,7 @@ gives its facts itself.
 
 The schema is catalogue_schema.py; a site and its verdict on a job, site.py.
 """
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,8 @@ import classad2
 import yaml
 from htcondor_cli import annex_validate
 
-from .catalogue_schema import ANNEX_ONLY_KEYS, CATALOGUE_SCHEMA, POOL_ONLY_KEYS, HtcannexConfigError
+from .catalogue_schema import (ANNEX_ONLY_KEYS, CATALOGUE_SCHEMA, POOL_ONLY_KEYS, HtcannexConfigError,
+                               HtcannexConfigWarning)
 from .rotation import Rotation, RulePolicy
 from .site import Site
 from .submit_values import SubmitValueError, check_extra_command
@@ -62,6 +64,11 @@ def load_catalogue(path: Path | str) -> Catalogue:
     return _Loader(path).catalogue(document)
 
 
+# The warnings already shown in this process, per htcannex.yaml (warnings.warn_explicit's registry):
+# a file loaded twice (a CLI command, then the executor) says its warning once.
+_WARNED: dict[str, dict] = {}
+
+
 def _key(parts) -> str:
     text = ""
     for part in parts:
@@ -84,9 +91,7 @@ class _Loader:
         if isinstance(annex, dict) and annex.get("mode") is False:
             annex["mode"] = "off"  # YAML 1.1 (PyYAML) reads a bare `off` as false
         if isinstance(annex, dict) and "max_per_site" in annex:
-            raise self.error("annex.max_per_site", "is not a setting any more: an annex is named after its site, "
-                             "so a site never has more than one live annex",
-                             "remove it (max_annexes limits the annexes live at once)")
+            self.retired_max_per_site(annex)
         self.check_schema(document)
         sites = {name: self.site(name, entry) for name, entry in document["sites"].items()}
         return Catalogue(
@@ -97,6 +102,28 @@ class _Loader:
             annex=self.annex(document.get("annex", {})),
             submit_commands=self.submit_commands("submit", document.get("submit", {})),
         )
+
+    def retired_max_per_site(self, annex: dict) -> None:
+        """`annex.max_per_site` is gone: an annex is named after its site, so a site never has more than
+        one live annex. Profiles written before still say `max_per_site: 1` (the shared real-pool profile
+        does), which asks for exactly that: it is dropped with a warning, shown once per file and process.
+        Any other value asks for what htcannex cannot do, and is refused."""
+        value = annex.pop("max_per_site")
+        if type(value) is not int or value != 1:  # not `true`, which Python counts as 1
+            raise self.error("annex.max_per_site", "is not a setting any more: an annex is named after its site, "
+                             "so a site never has more than one live annex",
+                             "remove it (max_annexes limits the annexes live at once)")
+        warnings.warn_explicit(
+            "annex.max_per_site: 1 has no effect: there is at most one annex per site; remove the line",
+            HtcannexConfigWarning, filename=str(self.path), lineno=self.line_of("annex", "max_per_site"),
+            registry=_WARNED.setdefault(str(self.path), {}))
+
+    def line_of(self, *keys: str) -> int:
+        """The line (from 1) of the value at `keys` in this file, for a message that points at it."""
+        node = yaml.compose(self.path.read_text())
+        for key in keys:
+            node = next(value for name, value in node.value if name.value == key)
+        return node.start_mark.line + 1
 
     def check_schema(self, document: dict) -> None:
         # Imported here: every Snakemake process imports this plugin (also each job's own

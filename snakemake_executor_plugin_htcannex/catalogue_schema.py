@@ -88,6 +88,10 @@ CATALOGUE_SCHEMA = {
 }
 
 
+class HtcannexConfigWarning(UserWarning):
+    """A setting in htcannex.yaml that is accepted but does nothing: shown with the file and its line."""
+
+
 class HtcannexConfigError(ValueError):
     """A mistake in htcannex.yaml: which file, which key, what is wrong, how to fix it."""
 

@@ -90,6 +90,20 @@ def test_max_per_site_is_refused_with_the_fix(tmp_path, workdir):
     assert "Fix: remove it" in result.stderr
 
 
+MAX_PER_SITE_1 = "annex.max_per_site: 1 has no effect: there is at most one annex per site; remove the line"
+
+
+def test_an_old_profiles_max_per_site_1_is_dropped_with_one_warning(tmp_path, workdir, embedded_pool):
+    edit_catalogue(workdir, lambda document: document["annex"].update(max_per_site=1))
+    env = environment(tmp_path, embedded_pool.spool_dir)
+    for run in (["-n"], []):  # the plan (the logger plugin loads the file) and a run (the executor does)
+        result = snakemake(workdir, env, "chunk-run0-0.txt", *run)
+        assert result.returncode == 0, result.stderr[-3000:]
+        [warning] = [line for line in result.stderr.splitlines() if "has no effect" in line]
+        assert warning.startswith(f"{workdir / 'htcannex.yaml'}:") and warning.endswith(MAX_PER_SITE_1)
+    assert (workdir / "chunk-run0-0.txt").read_text().startswith("on htcannex-a")
+
+
 @pytest.mark.slow
 def test_jobs_that_cannot_run_fail_alone_without_an_annex_and_the_skip_is_honoured(tmp_path, workdir,
                                                                                     embedded_pool):
