@@ -10,6 +10,7 @@ submitted and clears it when it sees the job end), so the executor reports it do
 running it again. `Adoption.earlier_submission` makes that choice for one job.
 """
 import dataclasses
+import re
 from typing import Callable, Iterable, Optional, Union
 
 import classad2
@@ -24,8 +25,11 @@ from .prepared_scripts import PreparedScripts
 from .schedd import UNANSWERED, job_id
 from .site import Site
 
+# htcannex's jobs in the queue (of any run, any working directory).
+QUEUED = (f"HtcannexSignature isnt undefined && "
+          f"(JobStatus == {JobStatus.IDLE:d} || JobStatus == {JobStatus.RUNNING:d} || JobStatus == {JobStatus.HELD:d})")
 QUEUED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "HtcannexSignature", "HtcannexSite", "HoldReasonCode",
-                     "QDate", "Err", "HtcannexPreparedScript", "Arguments"]
+                     "QDate", "Err", "HtcannexPreparedScript"]
 FINISHED_PROJECTION = ["ClusterId", "ProcId", "JobStatus", "ExitCode", "HtcannexSignature", "HtcannexSite"]
 # Which of several queued copies of one job to keep: the one furthest along.
 PREFERENCE = {JobStatus.RUNNING: 0, JobStatus.IDLE: 1, JobStatus.HELD: 2}
@@ -34,8 +38,8 @@ PREFERENCE = {JobStatus.RUNNING: 0, JobStatus.IDLE: 1, JobStatus.HELD: 2}
 class QueuedJobs:
     """The htcannex jobs an earlier Snakemake left in the queue, by signature.
 
-    Read with one schedd query, the first time a job is looked up (the executor's first
-    run_job), so a run of thousands of jobs does not query the schedd once per job.
+    Read with one schedd query, the first time it is asked (at the executor's start), so a run
+    of thousands of jobs does not query the schedd once per job.
     """
 
     def __init__(self, schedd):
@@ -50,26 +54,23 @@ class QueuedJobs:
         ads.sort(key=lambda ad: (PREFERENCE[ad["JobStatus"]], -ad.get("QDate", 0)))
         return ads[0], ads[1:]
 
-    def prepared_scripts(self) -> Optional[set[str]]:
-        """The prepared scripts the queued jobs name; None when some queued job may need a script
-        it does not name (one submitted by an htcannex from before HtcannexPreparedScript, whose
-        command runs a script from the scripts directory)."""
-        scripts = set()
-        for ad in (ad for ads in self._read().values() for ad in ads):
-            if "HtcannexPreparedScript" in ad:
-                scripts.add(ad["HtcannexPreparedScript"])
-            elif str(paths.job_scripts_dir()) in ad.get("Arguments", ""):
-                return None
-        return scripts
+    def prepared_scripts(self) -> set[str]:
+        """The prepared scripts the queued jobs name (HtcannexPreparedScript)."""
+        return {ad["HtcannexPreparedScript"] for ads in self._read().values() for ad in ads
+                if "HtcannexPreparedScript" in ad}
+
+    def some_run_an_unnamed_script(self) -> bool:
+        """Whether a queued job may run a prepared script its ad does not name: one an htcannex from
+        before HtcannexPreparedScript submitted, whose command runs a script from the scripts directory.
+        Asked only when there are scripts to remove: it is a second query."""
+        pattern = classad2.quote(re.escape(str(paths.job_scripts_dir())))
+        return bool(self.schedd.query(f"{QUEUED} && HtcannexPreparedScript is undefined && regexp({pattern}, Arguments)",
+                                      projection=["ClusterId"]))
 
     def _read(self) -> dict:
         if self._by_signature is None:
             self._by_signature = {}
-            for ad in self.schedd.query(
-                constraint=f"HtcannexSignature isnt undefined && "
-                           f"(JobStatus == {JobStatus.IDLE:d} || JobStatus == {JobStatus.RUNNING:d} || JobStatus == {JobStatus.HELD:d})",
-                projection=QUEUED_PROJECTION,
-            ):
+            for ad in self.schedd.query(constraint=QUEUED, projection=QUEUED_PROJECTION):
                 self._by_signature.setdefault(ad["HtcannexSignature"], []).append(ad)
         return self._by_signature
 
@@ -144,16 +145,16 @@ class Adoption:
         """At the run's start: remove the scripts an earlier (killed) Snakemake prepared for jobs that
         are no longer queued; those of queued jobs stay until the jobs end (adopted, or not)."""
         try:
-            needed = self._left_in_queue.prepared_scripts()
+            stale = self._scripts.all_but(self._left_in_queue.prepared_scripts())
+            if stale and self._left_in_queue.some_run_an_unnamed_script():
+                self._logger.debug("Prepared scripts of earlier runs kept: a queued job may run one it does not name")
+                return
         except UNANSWERED as error:  # asked again at the first job; the scripts wait for the next run
             self._logger.debug(f"Prepared scripts of earlier runs kept: the schedd did not answer ({error})")
             return
-        if needed is None:
-            self._logger.debug("Prepared scripts of earlier runs kept: a queued job may run one it does not name")
-            return
-        removed = self._scripts.remove_all_but(needed)
-        if removed:
-            self._logger.debug(f"Removed the prepared scripts no queued job runs: {', '.join(removed)}")
+        self._scripts.remove(*stale)
+        if stale:
+            self._logger.debug(f"Removed the prepared scripts no queued job runs: {', '.join(stale)}")
 
     def earlier_submission(self, job: JobExecutorInterface,
                            signature: str) -> Union[StillQueued, CompletedWhileDown, None]:

@@ -28,13 +28,12 @@ class PreparedScripts:
         for script in filter(None, scripts):
             (self._workdir / script).unlink(missing_ok=True)
 
-    def remove_all_but(self, needed: Iterable[str]) -> list[str]:
-        """Remove every prepared script but the `needed` ones (workdir-relative), at a run's start:
-        those of jobs an earlier Snakemake left in the queue. Returns what was removed."""
+    def all_but(self, needed: Iterable[str]) -> list[str]:
+        """The prepared scripts here (workdir-relative) but the `needed` ones, to remove at a run's
+        start (`needed`: those of jobs an earlier Snakemake left in the queue); none to remove under
+        --skip-script-cleanup."""
         directory = paths.job_scripts_dir(self._workdir)
         if not self._cleanup or not directory.is_dir():
             return []
-        stale = sorted(set(os.path.relpath(script, self._workdir) for script in directory.iterdir()
-                            if script.is_file()) - set(needed))
-        self.remove(*stale)
-        return stale
+        return sorted({os.path.relpath(script, self._workdir) for script in directory.iterdir()
+                       if script.is_file()} - set(needed))

@@ -4,6 +4,7 @@ and done; a killed run's scripts go at the next run's start, except those of job
 Through the snakemake CLI on the faults workflow's script_chunk rule (tests/ops/workflows/faults)."""
 import signal
 
+import htcondor2
 import pytest
 from waiting import wait_until
 
@@ -59,3 +60,18 @@ def test_an_adopted_jobs_script_stays_until_it_ends_and_a_killed_runs_others_go(
     assert restarted.returncode == 0, (adopted + rest)[-4000:]
     assert (workdir / target).read_text() == "script run 0\n"
     assert prepared_scripts(workdir) == []  # gone with the adopted job
+
+
+def test_scripts_stay_while_a_job_from_an_older_htcannex_may_run_one(workdir, user_env, embedded_pool):
+    scripts = workdir / ".htcannex" / "scripts"
+    scripts.mkdir(parents=True)
+    older, stale = scripts / "old-0123abcd.old.py", scripts / "script_chunk-89abcdef.script_chunk.py"
+    older.write_text("# its job is queued\n")
+    stale.write_text("# its job is gone\n")
+    # Queued (held) as an htcannex from before HtcannexPreparedScript submitted it: only its command names it.
+    embedded_pool.schedd().submit(htcondor2.Submit({
+        "executable": "/bin/sh", "arguments": f"-c 'python {older.relative_to(workdir)}'",
+        "MY.HtcannexSignature": '"from-an-older-htcannex"', "hold": "true"}))
+    result = run_snakemake(workdir, user_env, "script-run0.txt")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert prepared_scripts(workdir) == sorted([older.name, stale.name])  # this run's own went with its job
