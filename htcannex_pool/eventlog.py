@@ -80,8 +80,11 @@ def usage_table(job: classad2.ClassAd) -> list[str]:
 
 def open_log(path: str):
     """Open a user log for appending (creating its directory); OSError says why it cannot be."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return open(path, "a")
+    try:
+        return open(path, "a")
+    except FileNotFoundError:  # its directory is made once, not looked for at every event
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return open(path, "a")
 
 
 class UserLog:

@@ -7,6 +7,11 @@ is a literal single quote, and `""` is a literal double quote. Old syntax
 entries split on `;`. See the condor_submit manual, "arguments" and
 "environment".
 """
+import re
+
+# Runs of characters that stand for themselves, outside and inside single quotes.
+_PLAIN_RUN = re.compile(r"[^\s'\"]+")
+_QUOTED_RUN = re.compile(r"[^'\"]+")
 
 
 class QuotingError(ValueError):
@@ -25,6 +30,14 @@ def _split_new_syntax(command: str, body: str) -> list[str]:
     in_single = False
     i = 0
     while i < len(body):
+        # A run of characters without a quote (or, outside single quotes, a space) is copied as it
+        # is: one step for it, not one per character (every job's environment is parsed this way).
+        run = (_QUOTED_RUN if in_single else _PLAIN_RUN).match(body, i)
+        if run:
+            current.append(run.group())
+            in_item = True
+            i = run.end()
+            continue
         char = body[i]
         following = body[i + 1] if i + 1 < len(body) else ""
         if char == '"':
@@ -38,24 +51,17 @@ def _split_new_syntax(command: str, body: str) -> list[str]:
             i += 2
             continue
         if in_single:
-            if char == "'" and following == "'":
+            if following == "'":  # char is a single quote here
                 current.append("'")
                 i += 2
                 continue
-            if char == "'":
-                in_single = False
-            else:
-                current.append(char)
+            in_single = False
         elif char == "'":
             in_single = True
             in_item = True
-        elif char.isspace():
-            if in_item:
-                items.append("".join(current))
-                current, in_item = [], False
-        else:
-            current.append(char)
-            in_item = True
+        elif in_item:  # char is a space here
+            items.append("".join(current))
+            current, in_item = [], False
         i += 1
     if in_single:
         raise QuotingError(f"{command}: unterminated single quote in {body!r}")
