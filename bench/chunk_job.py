@@ -5,16 +5,17 @@ by phase (run by bench/chunking.py).
 __main__ with the chunk's arguments (SPEC_JSON's argv). It prints one JSON line: "phases", the
 wall seconds spent on interpreter start-up (SPAWNED_AT is when the parent started this process),
 the script's imports, configure (threads, deterministic algorithms), data load, model build,
-checkpoint load, checkpoint save, and the rest of train_chunk (training); and "training cpu",
-the CPU seconds of that training. The parent adds what is left of the process's wall time (the
-script's last lines and interpreter exit) and takes the process's CPU outside training from
-its own rusage.
+checkpoint load, checkpoint save, and the rest of train_chunk (training); and "cpu", the CPU
+seconds of the same phases (start-up: the interpreter's own, up to this module's first line).
+The parent adds what is left of the process's wall time and CPU (the script's last lines and
+interpreter exit) from its own rusage.
 """
 import time
 
-STARTED = time.time()
+STARTED, STARTED_CPU = time.time(), time.process_time()
 
-import json  # noqa: E402  (after the clock: start-up is measured up to here)
+import gc  # noqa: E402  (after the clock: start-up is measured up to here)
+import json  # noqa: E402
 import runpy  # noqa: E402
 import sys  # noqa: E402
 
@@ -36,8 +37,8 @@ def _timing(phases: dict, name: str, function, clock=time.perf_counter):
 def main(spawned_at: str, spec_json: str) -> None:
     spec = json.loads(spec_json)
     phases = {"startup": STARTED - float(spawned_at)}
-    cpu = {}  # the same phases' CPU seconds, for training's
-    began = time.perf_counter()
+    cpu = {"startup": STARTED_CPU}  # the same phases' CPU seconds
+    began, began_cpu = time.perf_counter(), time.process_time()
     # As `python scripts/train_chunk.py ARGS`: the script's directory first on sys.path.
     sys.path[:0] = spec["search_path"]
     sys.argv = [spec["script"], *spec["argv"]]
@@ -54,15 +55,15 @@ def main(spawned_at: str, spec_json: str) -> None:
     train_chunk = training.train_chunk
 
     def timed_train_chunk(job):
-        entered["at"] = time.perf_counter()
+        entered["at"], entered["cpu"] = time.perf_counter(), time.process_time()
         return _timing(phases, "train_chunk", _timing(cpu, "train_chunk", train_chunk, time.process_time))(job)
 
     training.train_chunk = timed_train_chunk
     runpy.run_path(spec["script"], run_name="__main__")
-    phases["imports"] = entered["at"] - began
-    phases["training"] = phases.pop("train_chunk") - sum(phases.get(name, 0.0) for name in IN_CHUNK)
-    training_cpu = cpu.pop("train_chunk") - sum(cpu.get(name, 0.0) for name in IN_CHUNK)
-    print(json.dumps({"phases": phases, "training cpu": training_cpu}))
+    phases["imports"], cpu["imports"] = entered["at"] - began, entered["cpu"] - began_cpu
+    for by_phase in (phases, cpu):
+        by_phase["training"] = by_phase.pop("train_chunk") - sum(by_phase.get(name, 0.0) for name in IN_CHUNK)
+    print(json.dumps({"phases": phases, "cpu": cpu}))
 
 
 if __name__ == "__main__":

@@ -54,18 +54,19 @@ def run(args) -> None:
         walls = {"one job": [], f"{chunks} chunks": []}
         cpus = {name: [] for name in walls}
         phases = {name: {phase: [] for phase in PHASES} for name in walls}
+        phases_cpu = {name: {phase: [] for phase in PHASES} for name in walls}
         fixed = []  # per process: everything but training, what each extra chunk pays again (wall s)
         fixed_cpu = []  # the same in CPU seconds
         for repeat in range(args.repeat):
             for name, n in (("one job", 1), (f"{chunks} chunks", chunks)):
                 started, cpu = time.perf_counter(), 0.0
-                for job, job_cpu, training_cpu in _chain(scratch / f"{repeat}-{n}", data, params, every_steps,
-                                                         epochs, n):
-                    for phase, seconds in job.items():
-                        phases[name][phase].append(seconds)
+                for job, job_cpu in _chain(scratch / f"{repeat}-{n}", data, params, every_steps, epochs, n):
+                    for by_phase, measured in ((phases[name], job), (phases_cpu[name], job_cpu)):
+                        for phase, seconds in measured.items():
+                            by_phase[phase].append(seconds)
                     fixed.append(sum(seconds for phase, seconds in job.items() if phase != "training"))
-                    fixed_cpu.append(job_cpu - training_cpu)
-                    cpu += job_cpu
+                    fixed_cpu.append(sum(seconds for phase, seconds in job_cpu.items() if phase != "training"))
+                    cpu += sum(job_cpu.values())
                 walls[name].append(time.perf_counter() - started)
                 cpus[name].append(cpu)
                 print(f"   repeat {repeat + 1} {name:10} {walls[name][-1]:7.1f} s wall {cpu:7.1f} s CPU  ({load()})",
@@ -77,8 +78,10 @@ def run(args) -> None:
         print(f"     {name:10} {spread(walls[name]):>22} {spread(cpus[name]):>22}")
     print_ratio(walls, statistics.median(phases[f"{chunks} chunks"]["training"]), f", {cpu_ratio:.3f} CPU")
     print("   per process, median s:  " + " ".join(f"{phase:>9.9}" for phase in PHASES))
-    for name, by_phase in phases.items():
-        print(f"     {name:21}" + " ".join(f"{statistics.median(by_phase[phase] or [0]):9.3f}" for phase in PHASES))
+    for clock, measured in (("wall", phases), ("CPU", phases_cpu)):
+        for name, by_phase in measured.items():
+            print(f"     {name:10} {clock:>4}      " + " ".join(f"{statistics.median(by_phase[phase] or [0]):9.3f}"
+                                                             for phase in PHASES))
     extra = (split - one) / (chunks - 1) if chunks > 1 else 0.0
     extra_cpu = (statistics.median(cpus[f"{chunks} chunks"]) - statistics.median(cpus["one job"])) / max(chunks - 1, 1)
     per_process, per_process_cpu = statistics.median(fixed), statistics.median(fixed_cpu)
@@ -125,7 +128,7 @@ def _variants_for(seconds: float, epochs_per_chunk: int, config: dict, scratch: 
     one 1-epoch chunk at config.yaml's size gives the rate."""
     data = _make_data(config, scratch / "calibration")
     params = {**config["train"], "seed": 1}
-    (job, _, _), = _chain(scratch / "calibration" / "run", data, params, 0, 1, 1)
+    (job, _), = _chain(scratch / "calibration" / "run", data, params, 0, 1, 1)
     variants = round(config["data"]["n_variants"] * seconds / (job["training"] * epochs_per_chunk))
     print(f"   calibration: 1 epoch of {config['data']['n_variants']} variants trained in {job['training']:.2f} s: "
           f"{variants} variants for {seconds:g} s per chunk of {epochs_per_chunk} epoch(s)", flush=True)
@@ -141,8 +144,7 @@ def _make_data(config: dict, directory: Path) -> Path:
 
 
 def _chain(workdir: Path, data: Path, params: dict, every_steps: int, epochs: int, chunks: int):
-    """Train the run in `chunks` processes; yields each process's phase times (wall), its CPU seconds
-    and the CPU seconds of its training."""
+    """Train the run in `chunks` processes; yields each process's phase times, wall and CPU seconds."""
     from protein_lm.job_environment import SELF_CHECKPOINT_MODE_VARIABLE
 
     workdir.mkdir(parents=True)
@@ -159,8 +161,9 @@ def _chain(workdir: Path, data: Path, params: dict, every_steps: int, epochs: in
         except BenchError as error:
             raise BenchError(f"chunk {chunk} of {chunks} failed: {error}") from None
         timed = json.loads(done.output.strip().splitlines()[-1])
-        phases = timed["phases"]
-        yield {**phases, "exit": done.wall_s - sum(phases.values())}, done.cpu_s, timed["training cpu"]
+        phases, cpu = timed["phases"], timed["cpu"]
+        yield ({**phases, "exit": done.wall_s - sum(phases.values())},
+               {**cpu, "exit": done.cpu_s - sum(cpu.values())})
         previous = output
 
 
