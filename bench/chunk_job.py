@@ -42,6 +42,9 @@ def main(spawned_at: str, spec_json: str) -> None:
     # As `python scripts/train_chunk.py ARGS`: the script's directory first on sys.path.
     sys.path[:0] = spec["search_path"]
     sys.argv = [spec["script"], *spec["argv"]]
+    # The script's first line pauses garbage collection for torch's start-up; these imports come
+    # before it here, so they run as it would have them run.
+    gc.disable()
     from protein_lm import checkpoint, training
 
     # The phases are the entry point's own calls, timed where training.py looks them up;

@@ -1,4 +1,8 @@
 """Rule evaluate_chunk: validation metrics of one checkpoint (protein_lm.evaluation)."""
+import gc
+
+gc.disable()  # torch's start-up without collections, until protein_lm.runtime.configure
+
 import json
 from pathlib import Path
 

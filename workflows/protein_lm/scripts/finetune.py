@@ -1,5 +1,9 @@
 """Rule finetune: METL's fine-tuning protocol and, when configured, the training-set-size sweep
 with its baselines; Spearman on the experimental test split (protein_lm.finetuning)."""
+import gc
+
+gc.disable()  # torch's start-up without collections, until protein_lm.runtime.configure
+
 import json
 from pathlib import Path
 

@@ -10,6 +10,10 @@ Chunk K trains from where its start state stopped (checkpoint K-1, or the run's 
 Under HTCondor with checkpoint_exit_code set, a saved self-checkpoint ends the job with that
 code (HTCondor keeps the file and restarts the job); anywhere else training goes on in-process.
 """
+import gc
+
+gc.disable()  # torch's start-up without collections, until protein_lm.runtime.configure
+
 import argparse
 import logging
 import sys
