@@ -6,9 +6,10 @@ __main__ with the chunk's arguments (SPEC_JSON's argv). It prints one JSON line:
 wall seconds spent on interpreter start-up (SPAWNED_AT is when the parent started this process),
 the script's imports, configure (threads, deterministic algorithms), data load, model build,
 checkpoint load, checkpoint save, and the rest of train_chunk (training); and "cpu", the CPU
-seconds of the same phases (start-up: the interpreter's own, up to this module's first line).
-The parent adds what is left of the process's wall time and CPU (the script's last lines and
-interpreter exit) from its own rusage.
+seconds of the same phases (start-up: the interpreter's own, up to this module's first line),
+printed by the script's last call (protein_lm.runtime.end_process). The parent adds what is left
+of the process's wall time and CPU (the script's last lines and the process's exit) from its own
+rusage.
 """
 import time
 
@@ -45,7 +46,7 @@ def main(spawned_at: str, spec_json: str) -> None:
     # The script's first line pauses garbage collection for torch's start-up; these imports come
     # before it here, so they run as it would have them run.
     gc.disable()
-    from protein_lm import checkpoint, training
+    from protein_lm import checkpoint, runtime, training
 
     # The phases are the entry point's own calls, timed where training.py looks them up;
     # train_chunk itself is wrapped before the script imports it.
@@ -55,18 +56,22 @@ def main(spawned_at: str, spec_json: str) -> None:
         timed = _timing(cpu, phase, getattr(module, function), time.process_time)
         setattr(module, function, _timing(phases, phase, timed))
     entered = {}
-    train_chunk = training.train_chunk
+    train_chunk, end_process = training.train_chunk, runtime.end_process
 
     def timed_train_chunk(job):
         entered["at"], entered["cpu"] = time.perf_counter(), time.process_time()
         return _timing(phases, "train_chunk", _timing(cpu, "train_chunk", train_chunk, time.process_time))(job)
 
-    training.train_chunk = timed_train_chunk
+    def reporting_end_process(code: int = 0):
+        """The script's last call: print the phases, then end as the script would."""
+        phases["imports"], cpu["imports"] = entered["at"] - began, entered["cpu"] - began_cpu
+        for by_phase in (phases, cpu):
+            by_phase["training"] = by_phase.pop("train_chunk") - sum(by_phase.get(name, 0.0) for name in IN_CHUNK)
+        print(json.dumps({"phases": phases, "cpu": cpu}))
+        end_process(code)
+
+    training.train_chunk, runtime.end_process = timed_train_chunk, reporting_end_process
     runpy.run_path(spec["script"], run_name="__main__")
-    phases["imports"], cpu["imports"] = entered["at"] - began, entered["cpu"] - began_cpu
-    for by_phase in (phases, cpu):
-        by_phase["training"] = by_phase.pop("train_chunk") - sum(by_phase.get(name, 0.0) for name in IN_CHUNK)
-    print(json.dumps({"phases": phases, "cpu": cpu}))
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from protein_lm.evaluation import evaluate_checkpoint
-from protein_lm.runtime import skip_exit_collections
+from protein_lm.runtime import end_process
 
 snakemake = globals()["snakemake"]  # injected by Snakemake's script directive
 metrics = evaluate_checkpoint(Path(snakemake.input.checkpoint), Path(snakemake.input.data), snakemake.threads)
 Path(snakemake.output[0]).write_text(json.dumps(metrics, indent=2) + "\n")
-skip_exit_collections()
+end_process()

@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 from protein_lm.finetuning import FinetuneConfig, finetune
-from protein_lm.runtime import skip_exit_collections
+from protein_lm.runtime import end_process
 
 snakemake = globals()["snakemake"]  # injected by Snakemake's script directive
 cfg = FinetuneConfig.from_dict(snakemake.params.finetune)
 metrics = finetune(Path(snakemake.input.checkpoint), Path(snakemake.input.data), cfg, snakemake.threads)
 Path(snakemake.output[0]).write_text(json.dumps(metrics, indent=2) + "\n")
-skip_exit_collections()
+end_process()

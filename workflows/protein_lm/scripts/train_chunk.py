@@ -21,7 +21,7 @@ from pathlib import Path
 
 from protein_lm.config import TrainParams
 from protein_lm.job_environment import checkpoint_exit_code, checkpoint_exit_marker
-from protein_lm.runtime import skip_exit_collections
+from protein_lm.runtime import end_process
 from protein_lm.training import ChunkJob, Outcome, SelfCheckpoint, train_chunk
 
 
@@ -54,10 +54,10 @@ outcome = train_chunk(ChunkJob(
                                    args.checkpoint_every_minutes),
     threads=args.threads,
 ))
-skip_exit_collections()
 if outcome is Outcome.CHECKPOINTED:
     # Snakemake around this command (when the job runs one) exits 1 for any failure; the marker
     # tells the htcannex job wrapper to exit with the checkpoint code instead (docs/architecture.md).
     if marker := checkpoint_exit_marker():
         marker.write_text(f"{exit_code}\n")
-    sys.exit(exit_code)
+    end_process(exit_code)
+end_process()
