@@ -46,19 +46,27 @@ class Decision:
 
 
 def place(rotation: Rotation, sites: Mapping[str, Site], rule: str, wildcards: Mapping[str, object],
-          attempt: int, request: Request, *, passed: frozenset = frozenset()) -> Decision:
+          attempt: int, request: Request, *, passed: frozenset = frozenset(),
+          verdicts: dict | None = None) -> Decision:
     """The first site, from this attempt's position in the rule's rotation on, that admits
     `request`; sites named in `passed` are left out (a waiting job's sites already tried).
-    Raises rotation.RotationError for a rotated rule without its run or chunk wildcard."""
+    `verdicts`: a dict, kept across calls with the same sites, of each (rule, request)'s verdicts
+    by site: the jobs of a plan share a few requests, and a verdict depends on nothing
+    else, so each is judged once per site. Raises rotation.RotationError for a rotated rule without its run or
+    chunk wildcard."""
     chosen = rotation.place(rule, wildcards, attempt)
     if chosen.site is None:
         return Decision(chosen, None)
+    # A request that depends on the site is its function: one per job's request.
+    by_site = {} if verdicts is None else verdicts.setdefault((rule, request), {})
     skipped = []
     for name in rotation.order(rule, wildcards, attempt):
         if name in passed:
             continue
         site = sites[name]
-        admission = request(site) if callable(request) else site.admit(request, rule=rule)
+        if name not in by_site:
+            by_site[name] = request(site) if callable(request) else site.admit(request, rule=rule)
+        admission = by_site[name]
         if admission.refusal is None:
             return Decision(chosen, site, tuple(skipped), request=admission.request)
         skipped.append(Skip(name, admission.refusal))

@@ -54,21 +54,22 @@ def plan_jobs(catalogue: Catalogue, jobs: Iterable[tuple[str, Mapping, Mapping, 
 
     rotation = catalogue.rotation
     planned = []
-    requests: dict = {}  # the jobs of a sweep share a few resource sets: each is judged once
+    requests: dict = {}  # the jobs of a sweep share a few resource sets: each is turned into a request once
+    verdicts: dict = {}  # and judged once per site (placement.place)
     for rule, wildcards, resources, threads in jobs:
-        chosen = rotation.place(rule, wildcards)
-        if chosen.site is None:
+        if rotation.policy_for(rule).policy == "any":
             continue
-        key = (rule, tuple(sorted((name, str(value)) for name, value in resources.items())), threads)
+        key = (rule, tuple((name, str(value)) for name, value in resources.items()), threads)
         try:
             if key not in requests:
                 requests[key] = placement_request(rule, resources, threads)
             request = requests[key]
         except SubmitValueError as error:
+            chosen = rotation.place(rule, wildcards)
             planned.append(PlannedJob(rule, chosen.run, chosen.chunk, None, problem=str(error)))
             continue
-        decision = place(rotation, catalogue.sites, rule, wildcards, 1, request)
-        planned.append(PlannedJob(rule, chosen.run, chosen.chunk, decision))
+        decision = place(rotation, catalogue.sites, rule, wildcards, 1, request, verdicts=verdicts)
+        planned.append(PlannedJob(rule, decision.placement.run, decision.placement.chunk, decision))
     return planned
 
 

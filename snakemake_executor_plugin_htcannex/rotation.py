@@ -20,6 +20,7 @@ The run index r is the run wildcard when it is a non-negative integer;
 otherwise (e.g. "lr0.01-seed2" or a uuid) it is the first 8 bytes of
 sha256(run id) read as an unsigned integer, stable everywhere.
 """
+import functools
 import hashlib
 import random
 from collections.abc import Iterable, Iterator, Mapping
@@ -47,6 +48,8 @@ class RulePolicy:
 ANY = RulePolicy("any")
 
 
+# A plan walks every chunk of every run: each run's index and permutations are worked out once.
+@functools.lru_cache(maxsize=65536)
 def run_index(run_id: str) -> int:
     """A stable non-negative index for a run id (see the module docstring)."""
     if run_id.isdecimal():
@@ -54,7 +57,8 @@ def run_index(run_id: str) -> int:
     return int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
 
 
-def shuffled_sites(sites: tuple[str, ...], run_id: str, block: int) -> list[str]:
+@functools.lru_cache(maxsize=65536)
+def shuffled_sites(sites: tuple[str, ...], run_id: str, block: int) -> tuple[str, ...]:
     """Permutation number `block` of `sites` for this run (stable across processes).
 
     A permutation that would start where the previous one ended has its first
@@ -67,7 +71,19 @@ def shuffled_sites(sites: tuple[str, ...], run_id: str, block: int) -> list[str]
         if len(order) > 1 and order[0] == previous_last:
             order[0], order[1] = order[1], order[0]
         previous_last = order[-1]
-    return order
+    return tuple(order)
+
+
+def _site_at(rule_policy: RulePolicy, run: str, chunk: int, attempt: int) -> str:
+    """The site of a rotated rule's policy for this attempt of chunk `chunk` of run `run`."""
+    sites = rule_policy.sites
+    step = chunk + attempt - 1
+    if rule_policy.policy == "round-robin":
+        return sites[(run_index(run) + step) % len(sites)]
+    if rule_policy.policy == "shuffle":
+        block, position = divmod(step, len(sites))
+        return shuffled_sites(sites, run, block)[position]
+    return sites[(attempt - 1) % len(sites)]  # pinned
 
 
 @dataclass(frozen=True)
@@ -95,6 +111,30 @@ class Rotation:
         rule_policy = self.policy_for(rule)
         if rule_policy.policy == "any":
             return Placement(rule, None, None, attempt, None)
+        run, chunk = self._run_and_chunk(rule, wildcards, attempt)
+        return Placement(rule, run, chunk, attempt, _site_at(rule_policy, run, chunk, attempt))
+
+    def order(self, rule: str, wildcards: Mapping[str, object], attempt: int = 1) -> Iterator[str]:
+        """Every site of the rule's rotation once, in the order this attempt and the ones after it
+        would visit them: where a job goes when the attempt's own site cannot run it
+        (placement.py); nothing for policy `any`. Lazy: the first site usually suffices."""
+        rule_policy = self.policy_for(rule)
+        sites = rule_policy.sites
+        if not sites:
+            return
+        run, chunk = self._run_and_chunk(rule, wildcards, attempt)
+        seen: set[str] = set()
+        # Shuffle may repeat a site across a block boundary before every site has come up.
+        for later in range(attempt, attempt + 2 * len(sites)):
+            site = _site_at(rule_policy, run, chunk, later)
+            if site not in seen:
+                seen.add(site)
+                yield site
+                if len(seen) == len(sites):
+                    return
+
+    def _run_and_chunk(self, rule: str, wildcards: Mapping[str, object], attempt: int) -> tuple[str, int]:
+        """The job's run id and chunk number, for a rotated rule."""
         if attempt < 1:
             raise RotationError(f"rule {rule}: attempt {attempt} is not a Snakemake attempt (they start at 1)")
         run = str(self._wildcard(rule, wildcards, self.run_wildcard))
@@ -104,32 +144,7 @@ class Rotation:
                 f"rule {rule}: wildcard {self.chunk_wildcard!r} is {chunk_text!r}, not a chunk number; "
                 "rotation needs chunks numbered 0, 1, 2, ... (or set chunk_wildcard in htcannex.yaml)"
             )
-        chunk = int(chunk_text)
-        sites = rule_policy.sites
-        step = chunk + attempt - 1
-        if rule_policy.policy == "round-robin":
-            site = sites[(run_index(run) + step) % len(sites)]
-        elif rule_policy.policy == "shuffle":
-            block, position = divmod(step, len(sites))
-            site = shuffled_sites(sites, run, block)[position]
-        else:  # pinned
-            site = sites[(attempt - 1) % len(sites)]
-        return Placement(rule, run, chunk, attempt, site)
-
-    def order(self, rule: str, wildcards: Mapping[str, object], attempt: int = 1) -> Iterator[str]:
-        """Every site of the rule's rotation once, in the order this attempt and the ones after it
-        would visit them: where a job goes when the attempt's own site cannot run it
-        (placement.py); nothing for policy `any`. Lazy: the first site usually suffices."""
-        sites = self.policy_for(rule).sites
-        seen: set[str] = set()
-        # Shuffle may repeat a site across a block boundary before every site has come up.
-        for later in range(attempt, attempt + 2 * len(sites)):
-            site = self.place(rule, wildcards, later).site
-            if site not in seen:
-                seen.add(site)
-                yield site
-                if len(seen) == len(sites):
-                    return
+        return run, int(chunk_text)
 
     def _wildcard(self, rule: str, wildcards: Mapping[str, object], name: str) -> object:
         if name not in wildcards:

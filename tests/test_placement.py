@@ -4,9 +4,11 @@ renders the plan with its skips and the budget it implies."""
 import pytest
 
 from catalogues import load_with
+from snakemake_executor_plugin_htcannex.job_spec import placement_request
 from snakemake_executor_plugin_htcannex.placement import place
-from snakemake_executor_plugin_htcannex.plan import plan_report
+from snakemake_executor_plugin_htcannex.plan import plan_jobs, plan_report
 from snakemake_executor_plugin_htcannex.site import ResourceRequest
+from snakemake_executor_plugin_htcannex.submit_values import SubmitValueError
 
 SITES = {
     "a": {"kind": "annex", "facts": "catalogue", "cpus": 2, "memory": "4GB", "max_lifetime": "2h", "lifetime": "1h"},
@@ -101,3 +103,35 @@ def test_the_budget_counts_what_this_directory_already_spent(catalogue):
         "core_hour_budget 5 (4 spent already from this directory): OVER BUDGET. Annexes past the budget are not "
         "requested; their jobs wait idle_timeout and move to the next site of their rotation. Fix: raise "
         "annex.core_hour_budget, shorten lifetimes, or plan fewer chunks")
+
+
+def test_the_plan_places_every_job_as_place_does_for_that_job_alone(tmp_path):
+    """The plan judges each distinct request once per site (a sweep shares a few); every job must
+    still get the decision placement.place gives it alone: across rules, policies, run ids, threads
+    and resources, with skips, impossible jobs and a resource that is no valid request."""
+    def edit(document):
+        document["sites"] = {**SITES, "small": {"kind": "annex", "facts": "catalogue", "cpus": 1, "memory": "1GB",
+                                                "max_lifetime": "2h", "lifetime": "1h"}}
+        document["rotation"] = {"train_chunk": {"policy": "round-robin", "sites": ["a", "short", "small", "gpu"]},
+                                "shuffled": {"policy": "shuffle", "sites": ["a", "short", "small", "gpu"]},
+                                "pinned": {"policy": "pinned", "sites": ["short", "a"]}}
+    catalogue = load_with(tmp_path, edit)
+    shapes = [{"runtime": 5}, {"runtime": 30}, {"runtime": 30, "mem_mb": 1500}, {"mem_mb": 3000},
+              {"gpu": 1, "runtime": 20}, {"gpu": 1, "gpu_model": "H100"}, {}, {"runtime": "41h"}]
+    jobs = [(rule, chunk(run, k), shapes[(n + k) % len(shapes)], 1 + (k % 4 == 3))
+            for n, (rule, run) in enumerate((rule, run) for rule in ("train_chunk", "shuffled", "pinned")
+                                            for run in ("0", "3", "lr0.01-seed2"))
+            for k in range(10)]
+    planned = plan_jobs(catalogue, [*jobs, ("prepare", {}, {}, 1)])
+    assert [(job.rule, job.run, job.chunk) for job in planned] == [(rule, wc["run"], int(wc["chunk"]))
+                                                                   for rule, wc, _, _ in jobs]
+    cells = set()
+    for job, (rule, wildcards, resources, threads) in zip(planned, jobs):
+        try:
+            request = placement_request(rule, resources, threads)
+        except SubmitValueError as error:
+            assert job.decision is None and job.problem == str(error)
+            continue
+        assert job.decision == place(catalogue.rotation, catalogue.sites, rule, wildcards, 1, request)
+        cells.add(job.cell[-1])
+    assert {"*", "!"} <= cells and cells - {"*", "!"}  # skips, impossible jobs and plain placements all seen
