@@ -212,15 +212,25 @@ class Executor(RemoteExecutor):
                 self._scripts.remove(tracked(job_info).prepared_script)
 
     async def sleep(self):
-        """Wait until the event log grows, at most --seconds-between-status-checks.
+        """Wait until the event log says a job finished or was held, at most
+        --seconds-between-status-checks.
 
         A poll reads only the one local event log (no schedd query), so it can follow
         the log closely: a finished job is reported within NEWS_CHECK_S instead of up to
-        a whole status interval later, which is what a chain of short jobs waits on."""
+        a whole status interval later, which is what a chain of short jobs waits on.
+        The news is read here, and only a job to report or decide on ends the wait: every
+        job also logs its submit, input transfer, start and output transfer, and a status
+        check for each (Snakemake's round of its active jobs, through its lock and a thread
+        pool) cost more CPU than the job's own Snakemake bookkeeping."""
         deadline = time.monotonic() + self.next_seconds_between_status_checks
         while time.monotonic() < deadline:
             if self._runtime is not None and self._runtime.tracker.has_news():
-                return
+                tracker = self._runtime.tracker
+                changed = tracker.poll()
+                if changed:
+                    self._watch.heard()
+                if any(tracker.jobs[job_id].phase.wants_attention for job_id in changed):
+                    return
             await asyncio.sleep(NEWS_CHECK_S)
 
     def print_job_error(self, job_info: SubmittedJobInfo, msg=None, **kwargs):

@@ -29,6 +29,12 @@ class JobPhase(enum.Enum):
     def finished(self) -> bool:
         return self in (JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.REMOVED)
 
+    @property
+    def wants_attention(self) -> bool:
+        """Finished or held: the executor reports it, or releases or removes it, at once. An idle
+        or running job waits for the next status check (idle ones are looked at after a timeout)."""
+        return self.finished or self is JobPhase.HELD
+
 
 # How the operator's tools (the status board, its driver line) name each phase.
 PHASE_WORDS = {JobPhase.IDLE: "idle", JobPhase.RUNNING: "running", JobPhase.HELD: "held",
