@@ -13,7 +13,7 @@ TINY = {
     "overhead": (["--overhead-jobs", "2", "--overhead-script-jobs", "2", "--overhead-parallel", "1",
                   "--overhead-chain", "2"], "run: latency"),
     "tracking": (["--tracking-sizes", "3", "--peer-venvs"], "collector query"),  # the annex-wait rows
-    "scale": (["--scale-sweeps", "1x2"], "x local CPU  goal"),
+    "scale": (["--scale-sweeps", "1x2"], "against local -n with the profile's default-resources"),
     "chunking": (["--chunking-variants", "20"], "s of CPU per extra chunk"),
     "chunking-e2e": (["--chunking-variants", "20"], "one extra chunk costs"),
 }
