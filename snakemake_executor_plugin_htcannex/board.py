@@ -44,6 +44,7 @@ from . import paths, provenance
 from .driver import DriverSource, DriverStatus
 from .driver import render as render_driver
 from .rotation import run_order_key
+from .schedd import job_id
 from .secrets import redact
 from .tracking import PHASE_WORDS, EventLogTracker, JobPhase
 
@@ -151,7 +152,7 @@ class BoardSource:
         clusters = ", ".join(sorted({job.split(".")[0] for job in unknown}))
         constraint = f"HtcannexRule isnt undefined && member(ClusterId, {{{clusters}}})"
         for ad in self.schedd.query(constraint, AD_PROJECTION) + self.schedd.history(constraint, AD_PROJECTION):
-            job = f"{ad['ClusterId']}.{ad['ProcId']}"
+            job = job_id(ad)
             if job in self.tracker.jobs:
                 self._ads[job] = ad
 

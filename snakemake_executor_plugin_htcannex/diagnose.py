@@ -15,6 +15,7 @@ from htcondor_codes import JobStatus, status_word
 from .catalogue import Catalogue
 from .holds import Hold
 from .matching import SlotAnalysis, analyse_slot, catalogue_slot_ad, live_slots
+from .schedd import job_id as schedd_job_id
 
 # What to change when a clause fails, keyed by an attribute the clause names.
 FIXES = (
@@ -39,7 +40,7 @@ def explain_hold(code: Optional[int], subcode: Optional[int], reason: str, rule:
 
 def diagnose(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue], collector) -> list[str]:
     """What `htcannex why` prints for one job ad."""
-    job_id = f"{job_ad['ClusterId']}.{job_ad['ProcId']}"
+    job_id = schedd_job_id(job_ad)
     status = job_ad.get("JobStatus")
     rule = job_ad.get("HtcannexRule", "?")
     annex = job_ad.get("TargetAnnexName")

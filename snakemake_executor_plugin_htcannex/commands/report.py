@@ -12,6 +12,7 @@ from .. import paths
 from ..report import build_report
 from ..report.advice import DEFAULT_HEADROOM, DEFAULT_THRESHOLD
 from ..report.records import EventLogError, check_readable, count_events
+from ..schedd import job_id
 from .status import epochs_per_job_from_config
 from ._common import UsageError, add_pool_options, open_catalogue_and_pool
 
@@ -63,7 +64,7 @@ def _ads(schedd) -> dict:
     constraint = "HtcannexRule isnt undefined"
     ads: dict = {}
     for ad in schedd.query(constraint, AD_PROJECTION) + schedd.history(constraint, AD_PROJECTION):
-        ads.setdefault(f"{ad['ClusterId']}.{ad['ProcId']}", []).append(ad)
+        ads.setdefault(job_id(ad), []).append(ad)
     return ads
 
 

@@ -16,14 +16,14 @@ from htcondor_codes import JobStatus
 
 from ..driver import CANCEL_GRACE_S, drivers_in_queue, read_record, run_jobs_constraint
 from ..driver_job import other_snakemake
-from ..schedd import EMBEDDED, ScheddNotFound, connect
+from ..schedd import EMBEDDED, ScheddNotFound, connect, job_id
 from ._common import UsageError
 
 REASON = "htcannex stop"
 
 
 def _job_ids(ads) -> list[str]:
-    return [f"{ad['ClusterId']}.{ad['ProcId']}" for ad in ads]
+    return [job_id(ad) for ad in ads]
 
 
 def stop(args) -> int:

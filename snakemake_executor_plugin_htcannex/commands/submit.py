@@ -14,7 +14,7 @@ from ..catalogue import HtcannexConfigError, load_catalogue
 from ..driver import (DEFAULT_MAX_STARTS, DEFAULT_MEMORY, NOTIFICATIONS, STDERR, DriverError, drivers_in_queue,
                       record_path, submit_description, write_record)
 from ..job_owner import JobOwner
-from ..schedd import DEFAULT, EMBEDDED, ScheddNotFound, connect
+from ..schedd import DEFAULT, EMBEDDED, ScheddNotFound, connect, job_id
 from ..secrets import withheld_warning
 from ._common import UsageError
 
@@ -147,7 +147,7 @@ def make_driver_dir(workdir: Path, owner: JobOwner) -> None:
 def check_not_running(schedd, workdir: Path) -> None:
     queued = drivers_in_queue(schedd, workdir)
     if queued:
-        job = f"{queued[0]['ClusterId']}.{queued[0]['ProcId']}"
+        job = job_id(queued[0])
         ending = " (removed, still ending)" if queued[0]["JobStatus"] == JobStatus.REMOVED else ""
         raise UsageError(f"a driver (HTCondor job {job}{ending}) already runs Snakemake in {workdir}: "
                          "`htcannex status` shows it, `htcannex stop` ends it")
