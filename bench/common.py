@@ -44,6 +44,7 @@ class Timed:
     peak_rss_mib: float  # the largest resident set of the child or any descendant it waited for
     cpu_s: float         # user + system CPU of the child and its waited-for descendants
     output: str
+    cpu_parts: dict[str, float] | None = None  # cpu_s by process, where a benchmark splits it
 
 
 class BenchError(RuntimeError):

@@ -5,11 +5,15 @@ Side by side in one run, on the same Snakefile, each in a fresh copy of the dire
              scheduler profiles/local sets, so both sides pay for the same scheduler;
 - htcannex:  `snakemake --executor htcannex --profile profiles/local --jobs P`, on an
              embedded pool started beforehand with P ordinary slots of 1 CPU, so both
-             run P jobs at a time.
+             run P jobs at a time;
+- htcannex queued (the sweep only): the same with `--jobs N`: every job is queued in the
+             pool at once and its P slots run them P at a time, as HTCondor runs a queue;
+             Snakemake does not wait for a job to end before it submits the next one.
 
 Sweep: N independent no-op jobs; wall time and total CPU: the snakemake process and the
 jobs it waited for, plus for htcannex the pool daemon and the jobs it ran (on a real pool
-the daemon's share is the access point's and the jobs' the execute points').
+the daemon's share is the access point's and the jobs' the execute points'), printed by
+process too: where htcannex's CPU goes.
 
 Latency, from a job's input being ready to its command running: a chain of L no-op jobs,
 each reading the previous one's output. Every command writes the time it ran
@@ -19,6 +23,7 @@ round trip: the event log says the job ended, Snakemake sees its output, picks t
 job, the executor submits it, the pool matches and starts it.
 """
 import dataclasses
+import functools
 import statistics
 import tempfile
 from pathlib import Path
@@ -65,6 +70,7 @@ rule link:
     {body}
 """
 SLOT = {"cpus": 1, "memory_mb": 2048}
+QUEUED = "htcannex queued"
 
 
 def add_arguments(parser) -> None:
@@ -95,32 +101,42 @@ def _measure_kind(args, kind: str, n: int) -> None:
     parallel, links = args.overhead_parallel, args.overhead_chain
     body = RULE_BODY[kind]
     variants = {"local": _local, "htcannex": _htcannex}
-    walls = {name: [] for name in variants}
-    cpus = {name: [] for name in variants}
+    # The sweep also with every job queued at once (--jobs N): P slots still run P at a time, as
+    # HTCondor runs a queue; Snakemake no longer waits for each job to end before submitting one.
+    sweep_variants = {**variants, QUEUED: functools.partial(_htcannex, queued=n)}
+    walls = {name: [] for name in sweep_variants}
+    cpus = {name: [] for name in sweep_variants}
+    cpu_parts = {name: [] for name in sweep_variants}  # htcannex's, by process
     latencies = {name: [] for name in variants}
     for repeat in range(args.repeat):
-        for name, variant in variants.items():
+        for name, variant in sweep_variants.items():
             timed = _in_scratch(variant, SWEEP.format(n=n, body=body), parallel)[0]
             walls[name].append(timed.wall_s)
             cpus[name].append(timed.cpu_s)
-            print(f"   repeat {repeat + 1} {kind:6} {name:9} sweep {timed.wall_s:8.1f} s  ({load()})", flush=True)
+            if timed.cpu_parts:
+                cpu_parts[name].append(timed.cpu_parts)
+            print(f"   repeat {repeat + 1} {kind:6} {name:15} sweep {timed.wall_s:8.1f} s  ({load()})", flush=True)
         for name, variant in variants.items():
             workdir_links = _in_scratch(variant, CHAIN.format(last=links - 1, body=body), parallel,
                                         _link_latencies)[1]
             latencies[name].extend(workdir_links)
-            print(f"   repeat {repeat + 1} {kind:6} {name:9} chain median link "
+            print(f"   repeat {repeat + 1} {kind:6} {name:15} chain median link "
                   f"{statistics.median(workdir_links) * 1000:6.0f} ms  ({load()})", flush=True)
     print(f"   {kind}: sweep of {n}, wall time, median [min-max] of repeats:")
     for name, values in walls.items():
         ratio = statistics.median(values) / statistics.median(walls["local"])
-        print(f"     {name:9} {spread(values):>22} s   {ratio:5.2f}x local   "
+        print(f"     {name:15} {spread(values):>22} s   {ratio:5.2f}x local   "
               f"total CPU {statistics.median(cpus[name]) / n * 1000:.1f} ms/job   "
               f"{statistics.median(cpus[name]) / statistics.median(cpus['local']):5.2f}x local CPU")
+    for name, runs in cpu_parts.items():
+        if runs:
+            print(f"     {name} CPU by process, ms/job (median): " + ", ".join(
+                f"{part} {statistics.median(parts[part] for parts in runs) / n * 1000:.1f}" for part in runs[0]))
     print(f"   {kind}: latency, previous job's command ran -> this job's command runs ({links - 1} links x "
           f"{args.repeat} repeats), ms:")
     local_median = statistics.median(latencies["local"])
     for name, values in latencies.items():
-        print(f"     {name:9} median {statistics.median(values) * 1000:6.0f}   "
+        print(f"     {name:15} median {statistics.median(values) * 1000:6.0f}   "
               f"p90 {_percentile(values, 0.9) * 1000:6.0f}   max {max(values) * 1000:6.0f}   "
               f"{statistics.median(values) / local_median:5.2f}x local")
 
@@ -142,7 +158,8 @@ def _local(workdir: Path, parallel: int):
     return run_timed([SNAKEMAKE, "--cores", str(parallel), "--scheduler", scheduler], workdir, bench_env())
 
 
-def _htcannex(workdir: Path, parallel: int):
+def _htcannex(workdir: Path, parallel: int, queued: int = 0):
+    """`queued`: Snakemake's --jobs, when more jobs than the slots may be queued at once."""
     # Imported here: only this variant needs the pool client.
     from htcannex_pool import Pool
 
@@ -150,21 +167,21 @@ def _htcannex(workdir: Path, parallel: int):
     pool.ensure_running()
     daemon = psutil.Process(pool.status()["pid"])
     try:
-        before = _total_cpu_s(daemon)
+        before = daemon.cpu_times()
         timed = run_timed(
             [SNAKEMAKE, "--executor", "htcannex", "--profile", str(PROFILE),
-             "--jobs", str(parallel), "--htcannex-pool-dir", str(pool.spool_dir)],
+             "--jobs", str(queued or parallel), "--htcannex-pool-dir", str(pool.spool_dir)],
             workdir, bench_env(),
         )
-        return dataclasses.replace(timed, cpu_s=timed.cpu_s + _total_cpu_s(daemon) - before)
+        after = daemon.cpu_times()
+        # The daemon's own CPU, and that of the children it waited for: the jobs.
+        parts = {"snakemake": timed.cpu_s,
+                 "pool daemon": after.user + after.system - before.user - before.system,
+                 "jobs": (after.children_user + after.children_system
+                          - before.children_user - before.children_system)}
+        return dataclasses.replace(timed, cpu_s=sum(parts.values()), cpu_parts=parts)
     finally:
         pool.stop()
-
-
-def _total_cpu_s(process: psutil.Process) -> float:
-    """CPU seconds of a process and of the children it has waited for (the pool's jobs)."""
-    times = process.cpu_times()
-    return times.user + times.system + times.children_user + times.children_system
 
 
 def _link_latencies(workdir: Path) -> list[float]:
