@@ -5,6 +5,7 @@ each event is appended under an exclusive `flock`, as the shadows of a real
 schedd do. Event numbers and wording follow HTCondor's `condor_event.cpp`.
 """
 import fcntl
+import functools
 import logging
 import time
 from pathlib import Path
@@ -95,10 +96,11 @@ class UserLog:
         self._path = job.get("UserLog")
         self._id = f"({job['ClusterId']:03d}.{job['ProcId']:03d}.000)"
 
-    @property
+    @functools.cached_property
     def writable(self) -> bool:
         """Whether the job's owner may write the log. A real shadow writes it as the owner; where the
-        owner cannot, it writes nothing and the job runs on (seen on HTCondor 25.14: no log at all)."""
+        owner cannot, it writes nothing and the job runs on (seen on HTCondor 25.14: no log at all).
+        Judged once per UserLog, which the scheduler makes for each change of a job's state."""
         return bool(self._path) and writable_by(self._job["Owner"], Path(self._path).parent)
 
     def _write(self, number: int, headline: str, body: list[str] = ()):

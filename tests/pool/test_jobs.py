@@ -38,6 +38,20 @@ def test_round_trip_only_declared_outputs_come_back(pool, submit_dir):
     assert [(ad["ExitCode"], ad["JobStatus"]) for ad in history] == [(3, 4)]
 
 
+def test_disk_usage_counts_the_sandbox_files_and_skips_symbolic_links(pool, submit_dir):
+    # As HTCondor's starter (Directory::GetDirectorySize): files below the sandbox, links skipped.
+    (submit_dir / "big.bin").write_bytes(b"x" * 3 * 1024 * 1024)
+    script(submit_dir, "job.sh", f"""\
+        mkdir -p sub
+        head -c 204800 /dev/zero > sub/written.bin
+        ln -s {submit_dir / "big.bin"} link.bin
+        """)
+    result = submit(pool, {"executable": "job.sh"})
+    wait_for_status(pool, f"{result.cluster()}.0", 4)
+    [ad] = pool.schedd().history(f"ClusterId == {result.cluster()}", ["DiskUsage"])
+    assert 200 <= ad["DiskUsage"] < 1024  # the 200 KiB written, the 3 MiB behind the link not
+
+
 def test_sandbox_isolation(pool, submit_dir):
     (submit_dir / "secret.txt").write_text("not for the job\n")
     (submit_dir / "in.txt").write_text("x\n")
