@@ -61,13 +61,8 @@ class RunningJob:
 
     def rss_kib(self) -> int:
         """Resident memory of the job's whole process tree (what a cgroup would charge)."""
-        try:
-            root = psutil.Process(self.process.pid)
-            tree = [root, *root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return 0
         total = 0
-        for process in tree:
+        for process in _tree(self.process.pid):
             try:
                 total += process.memory_info().rss
             except psutil.NoSuchProcess:
@@ -79,6 +74,32 @@ class RunningJob:
         self.stopping = why
         kill_process_group(self.process.pid)
         self._reap(0)
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    """The process and its descendants. Each process's threads list their children in
+    /proc/<pid>/task/<tid>/children: a few reads for a job's tree, where psutil's children()
+    reads every process's stat on the machine (4 ms per job and memory sample, 90 processes).
+    Without that file (a kernel built without CONFIG_PROC_CHILDREN), psutil's way."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        children = [int(child) for task in tasks
+                    for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    except FileNotFoundError:
+        if not os.path.exists(f"/proc/{pid}"):
+            return []  # it has exited
+        try:
+            root = psutil.Process(pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+    except (ProcessLookupError, PermissionError):
+        return []
+    try:
+        root = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return []
+    return [root, *(process for child in children for process in _tree(child))]
 
 
 def _bytes_below(directory: str) -> int:
