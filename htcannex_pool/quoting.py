@@ -12,6 +12,8 @@ import re
 # Runs of characters that stand for themselves, outside and inside single quotes.
 _PLAIN_RUN = re.compile(r"[^\s'\"]+")
 _QUOTED_RUN = re.compile(r"[^'\"]+")
+# What an item cannot hold unquoted in the raw new syntax: white space or a single quote.
+_NEEDS_QUOTES = re.compile(r"[\s']")
 
 
 class QuotingError(ValueError):
@@ -99,7 +101,7 @@ def parse_environment(value: str) -> dict[str, str]:
 
 def _quote_item(item: str) -> str:
     """One item in the raw new syntax: a double quote is itself (see join_arguments)."""
-    if item and not any(char.isspace() or char == "'" for char in item):
+    if item and not _NEEDS_QUOTES.search(item):
         return item
     return "'" + item.replace("'", "''") + "'"
 
