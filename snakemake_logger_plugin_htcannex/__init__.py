@@ -21,6 +21,7 @@ subprocess and remote modes).
 """
 import logging
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -53,7 +54,7 @@ class LogHandlerSettings(LogHandlerSettingsBase):
 
 class LogHandler(LogHandlerBase):
     def __post_init__(self) -> None:
-        self.jobs: list[tuple[str, dict, dict, int]] = []
+        self.jobs: list[tuple[str, Mapping, Mapping, int]] = []
         self.failed = False
         self.reported = False
         self.catalogue = self._load_catalogue() if self.common_settings.dryrun else None
@@ -82,9 +83,9 @@ class LogHandler(LogHandlerBase):
             return
         event = getattr(record, "event", None)
         if event == LogEvent.JOB_INFO:
-            resources = record.resources
-            self.jobs.append((record.rule_name, dict(record.wildcards or {}),
-                              dict(resources.items()) if resources else {}, record.threads or 1))
+            # The job's own wildcards dict and resource list, not copies: the jobs live as long as
+            # the run, and two more dicts per job were ~6 MiB of peak RSS at 9,000 jobs.
+            self.jobs.append((record.rule_name, record.wildcards or {}, record.resources or {}, record.threads or 1))
         elif event == LogEvent.ERROR:
             # Snakemake's own error (not a plugin's logged complaint): a dry run that failed
             # has no plan, the jobs it listed are not what a run would do.
