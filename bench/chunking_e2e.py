@@ -17,7 +17,9 @@ submit -> execute (queue, annex creation), execute -> training starts (the job's
 start-up, input transfer, the script's imports and set-up, checkpoint load), training,
 training ends -> terminate (checkpoint save, the script's exit, the job's Snakemake, output
 transfer), terminate -> Snakemake sees it finish (status polls), and finish -> the next
-chunk's submit (Snakemake scheduling and the executor's submit).
+chunk's submit (Snakemake scheduling and the executor's submit). And each chunk job's CPU as the
+pool's starter measured it (RemoteUserCpu + RemoteSysCpu: the job's whole process tree, its own
+Snakemake included): the N chunks' sum less one job's is the CPU an extra chunk costs end to end.
 """
 import shutil
 import statistics
@@ -32,6 +34,7 @@ from .chunking import WORKFLOW, print_ratio, sized_config
 from .common import REPO, SNAKEMAKE, bench_env, header, load, run_timed, spread
 
 STEPS = ("queue", "to training", "training", "after training", "to finished", "to next submit")
+JOB_CPU = "job CPU"  # per chunk job, from the pool's history
 
 
 def add_arguments(parser) -> None:
@@ -49,28 +52,33 @@ def run(args) -> None:
         template = _workflow_with_data(scratch / "template", config["data"])
         variants = {"one job": (1, epochs), f"{chunks} chunks": (chunks, epochs // chunks)}
         walls = {name: [] for name in variants}
-        steps = {name: {step: [] for step in STEPS} for name in variants}
+        cpus = {name: [] for name in variants}  # CPU of all a repeat's chunk jobs together
+        steps = {name: {step: [] for step in (*STEPS, JOB_CPU)} for name in variants}
         for repeat in range(args.repeat):
             for name, (n, epochs_per_job) in variants.items():
                 workdir = scratch / f"{repeat}-{n}"
                 shutil.copytree(template, workdir, symlinks=True)
                 wall, per_job = _run_chain(workdir, scratch / f"p{repeat}-{n}", n, epochs_per_job)
                 walls[name].append(wall)
+                cpus[name].append(sum(job[JOB_CPU] for job in per_job))
                 for job in per_job:
                     for step, seconds in job.items():
                         steps[name][step].append(seconds)
-                print(f"   repeat {repeat + 1} {name:10} {wall:7.1f} s  ({load()})", flush=True)
+                print(f"   repeat {repeat + 1} {name:10} {wall:7.1f} s, chunk jobs' CPU {cpus[name][-1]:.1f} s  ({load()})",
+                      flush=True)
     one, split = (statistics.median(values) for values in walls.values())
-    print("   snakemake wall time, median [min-max] of repeats:")
-    for name, values in walls.items():
-        print(f"     {name:10} {spread(values):>22} s")
+    print("   median [min-max] of repeats:  snakemake wall s   chunk jobs' CPU s")
+    for name in walls:
+        print(f"     {name:10} {spread(walls[name]):>22} {spread(cpus[name]):>22}")
     print_ratio(walls, statistics.median(steps[f"{chunks} chunks"]["training"]))
-    print("   per chunk job, median s: " + " ".join(f"{step:>14}" for step in STEPS))
+    print("   per chunk job, median s: " + " ".join(f"{step:>14}" for step in (*STEPS, JOB_CPU)))
     for name, by_step in steps.items():
         print(f"     {name:23}" + " ".join(f"{statistics.median(by_step[step]) if by_step[step] else 0:14.1f}"
-                                       for step in STEPS))
+                                       for step in (*STEPS, JOB_CPU)))
     extra = (split - one) / (chunks - 1) if chunks > 1 else 0.0
-    print(f"   one extra chunk costs {extra:.1f} s of wall time end to end (difference of the medians)")
+    extra_cpu = (statistics.median(cpus[f"{chunks} chunks"]) - statistics.median(cpus["one job"])) / max(chunks - 1, 1)
+    print(f"   one extra chunk costs {extra:.1f} s of wall time and {extra_cpu:.2f} s of its jobs' CPU end to end "
+          "(differences of the medians)")
 
 
 def _workflow_with_data(directory: Path, data: dict) -> Path:
@@ -102,13 +110,15 @@ def _run_chain(workdir: Path, spool: Path, chunks: int, epochs_per_job: int) -> 
              # Not `--until train_chunk`: with OSDF checkpoints Snakemake 9.27 stops after chunk 1
              # with "BUG: Out of jobs ready to be started, but not all files built yet".
              "--omit-from", "train_baseline", "evaluate_chunk", "finetune"], workdir, env)
+        finished = pool.schedd().history(projection=["ClusterId", "ProcId", "RemoteUserCpu", "RemoteSysCpu"])
     finally:
         pool.stop()
-    return timed.wall_s, _job_steps(workdir, pool.origin_dir, snakemake_log.parse(timed.output), chunks)
+    cpu = {f"{ad['ClusterId']}.{ad['ProcId']}": ad["RemoteUserCpu"] + ad["RemoteSysCpu"] for ad in finished}
+    return timed.wall_s, _job_steps(workdir, pool.origin_dir, snakemake_log.parse(timed.output), chunks, cpu)
 
 
-def _job_steps(workdir: Path, origin: Path, jobs: dict, chunks: int) -> list[dict]:
-    """Where each chunk job's time went, in chunk order."""
+def _job_steps(workdir: Path, origin: Path, jobs: dict, chunks: int, cpu: dict) -> list[dict]:
+    """Where each chunk job's time went, in chunk order, and its CPU (`cpu`: by job id)."""
     from protein_lm import checkpoint
 
     events = {}
@@ -134,5 +144,6 @@ def _job_steps(workdir: Path, origin: Path, jobs: dict, chunks: int) -> list[dic
             "to finished": job.finished - terminated,
             **({"to next submit": events[following.condor_id][htcondor2.JobEventType.SUBMIT] - job.finished}
                if following else {}),
+            JOB_CPU: cpu[job.condor_id],
         })
     return steps
