@@ -107,9 +107,10 @@ def render_tables(rotation: Rotation, planned: list[PlannedJob]) -> str:
 
 
 def _notes(jobs: list[PlannedJob]) -> list[str]:
-    """Each skip and each impossible job with its reason, jobs with the same reason on one line."""
+    """Each skip and each impossible job with its reason, jobs with the same reason on one line, in
+    run and chunk order (Snakemake lists jobs in a different order from one run to the next)."""
     by_reason: dict[tuple[str, str], list[str]] = {}
-    for job in jobs:
+    for job in sorted(jobs, key=lambda job: (run_order_key(job.run), job.chunk)):
         where = f"{job.run}/{job.chunk}"
         if job.problem:
             by_reason.setdefault((IMPOSSIBLE_MARK, job.problem), []).append(where)

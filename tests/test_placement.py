@@ -89,6 +89,15 @@ def test_the_plan_marks_skips_and_impossible_jobs_and_adds_up_the_budget(catalog
                                  "OVER BUDGET")
 
 
+def test_the_plan_is_the_same_whatever_order_snakemake_lists_the_jobs_in(catalogue):
+    jobs = [("train_chunk", chunk(run, k), {"runtime": 30}, 1) for run in range(4) for k in range(3)]
+    jobs += [("train_chunk", chunk(run, 3), {"runtime": 30, "gpu": 1, "gpu_model": "H100"}, 1) for run in range(4)]
+    text = plan_report(catalogue, jobs)
+    assert plan_report(catalogue, jobs[::-1]) == text
+    assert "* run/chunk 0/1, 1/0, 2/2, 3/1: short skipped" in text
+    assert "! run/chunk 0/3, 3/3: cannot run" in text  # the same sites' reasons in the same rotation order
+
+
 def test_a_runtime_no_duration_category_allows_is_impossible_in_the_plan(catalogue):
     jobs = [("train_chunk", chunk(0, 0), {"runtime": "41h"}, 1), ("train_chunk", chunk(0, 1), {"runtime": 20}, 1)]
     text = plan_report(catalogue, jobs)
