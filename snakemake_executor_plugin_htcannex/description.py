@@ -351,10 +351,11 @@ def _environment(environment: Mapping[str, str], check: ValueChecker) -> str:
     return quote_new_syntax(entries)
 
 
-def job_signature(rule: str, outputs: Sequence[str], options: SubmitOptions) -> str:
-    """The same for every submission of one job of one workflow directory, across Snakemake restarts
-    (Snakemake's job ids and attempts are not): what a restarted executor looks for to re-adopt it."""
-    text = "\0".join([str(options.workdir), rule, *sorted(outputs)])
+def job_signature(spec: JobSpec, options: SubmitOptions) -> str:
+    """The same for every submission of one job (its rule and outputs) of one workflow directory, across
+    Snakemake restarts (Snakemake's job ids and attempts are not): what a restarted executor looks for to
+    re-adopt it, and what a memory hold's raised request is remembered by."""
+    text = "\0".join([str(options.workdir), spec.rule, *sorted(spec.outputs)])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -366,7 +367,7 @@ def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: V
         "MY.HtcannexJobId": _job_id_value(spec.jobid),
         "MY.HtcannexAttempt": str(int(spec.attempt)),
         "MY.HtcannexWildcards": classad2.quote(check.text("wildcards", wildcards)),
-        "MY.HtcannexSignature": classad2.quote(job_signature(spec.rule, spec.outputs, options)),
+        "MY.HtcannexSignature": classad2.quote(job_signature(spec, options)),
         # The slot's AnnexName in each execute event (the shadow writes the machine attributes a job
         # names here, remoteresource.cpp), so the event log says which annex every execution was on.
         "ulog_execute_attrs": "AnnexName",

@@ -172,7 +172,7 @@ class Executor(RemoteExecutor):
     def _adopt(self, job: JobExecutorInterface, spec: JobSpec) -> bool:
         """Take over the job an earlier (killed) Snakemake submitted for the same outputs instead of
         submitting it again (adoption.py); False when there is none."""
-        earlier = self._adoption.earlier_submission(job, self._signature(spec))
+        earlier = self._adoption.earlier_submission(job, job_signature(spec, self._runtime.submit_options))
         if isinstance(earlier, CompletedWhileDown):
             # Not tracked: nothing is left to wait for (Snakemake checks the outputs and clears its marker).
             self.report_job_success(SubmittedJobInfo(job, external_jobid=earlier.job_id))
@@ -310,9 +310,6 @@ class Executor(RemoteExecutor):
         if record.phase is JobPhase.HELD:
             return waiting.held(job_info, record)
         return waiting.idle(job_info)
-
-    def _signature(self, spec: JobSpec) -> str:
-        return job_signature(spec.rule, spec.outputs, self._runtime.submit_options)
 
     def _failure_message(self, job_info: SubmittedJobInfo, record) -> str:
         where = f" on annex {record.annex}" if record.annex else ""

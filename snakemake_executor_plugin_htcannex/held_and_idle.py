@@ -50,7 +50,7 @@ class HeldAndIdle:
 
     def memory_floor(self, spec: JobSpec) -> Optional[int]:
         """The memory (MB) this job asks for at least, when an earlier attempt was held for memory."""
-        return self._memory_floor.get(self._signature(spec))
+        return self._memory_floor.get(job_signature(spec, self._runtime.submit_options))
 
     def held(self, job_info: SubmittedJobInfo, record: JobRecord) -> bool:
         """Release the held job or remove and report it, as the hold policy decides."""
@@ -153,11 +153,8 @@ class HeldAndIdle:
         if not isinstance(held_with, int):
             return ""
         floor = memory_for_retry(held_with)
-        self._memory_floor[self._signature(spec)] = floor
+        self._memory_floor[job_signature(spec, self._runtime.submit_options)] = floor
         return f" A retry asks for at least {floor} MB (it was held with {held_with} MB)."
-
-    def _signature(self, spec: JobSpec) -> str:
-        return job_signature(spec.rule, spec.outputs, self._runtime.submit_options)
 
     def _move_or_fail(self, job_info: SubmittedJobInfo, why: str, job_ad=None) -> bool:
         """Send a job whose annex is not there to the next site of its rotation that can run it
