@@ -144,8 +144,11 @@ class Adoption:
     def remove_stale_scripts(self) -> None:
         """At the run's start: remove the scripts an earlier (killed) Snakemake prepared for jobs that
         are no longer queued; those of queued jobs stay until the jobs end (adopted, or not)."""
+        present = self._scripts.present()
+        if not present:  # a run after a clean one asks the schedd nothing here
+            return
         try:
-            stale = self._scripts.all_but(self._left_in_queue.prepared_scripts())
+            stale = sorted(set(present) - self._left_in_queue.prepared_scripts())
             if stale and self._left_in_queue.some_run_an_unnamed_script():
                 self._logger.debug("Prepared scripts of earlier runs kept: a queued job may run one it does not name")
                 return

@@ -9,7 +9,6 @@ job's script when that job ends. Under --skip-script-cleanup nothing is removed,
 keeps its own prepared scripts too.
 """
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Optional
 
@@ -28,12 +27,10 @@ class PreparedScripts:
         for script in filter(None, scripts):
             (self._workdir / script).unlink(missing_ok=True)
 
-    def all_but(self, needed: Iterable[str]) -> list[str]:
-        """The prepared scripts here (workdir-relative) but the `needed` ones, to remove at a run's
-        start (`needed`: those of jobs an earlier Snakemake left in the queue); none to remove under
-        --skip-script-cleanup."""
+    def present(self) -> list[str]:
+        """The prepared scripts here (workdir-relative), to look at at a run's start; none under
+        --skip-script-cleanup, where none are removed."""
         directory = paths.job_scripts_dir(self._workdir)
         if not self._cleanup or not directory.is_dir():
             return []
-        return sorted({os.path.relpath(script, self._workdir) for script in directory.iterdir()
-                       if script.is_file()} - set(needed))
+        return sorted(os.path.relpath(script, self._workdir) for script in directory.iterdir() if script.is_file())
