@@ -216,8 +216,12 @@ class Pool:
                         f"were running run again from the start (see {self.spool_dir / 'daemon.log'})")
 
     def _answers_ping(self) -> bool:
+        """Whether a daemon serves this spool; one that is there and does not answer in time (stopped,
+        stuck) is an error that says so: no new daemon can start while it holds the spool."""
         try:
             return self._send("ping", {})["ok"]
+        except TimeoutError:
+            raise self._stuck() from None
         except OSError:
             return False
 

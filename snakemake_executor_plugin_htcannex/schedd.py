@@ -111,7 +111,7 @@ def _local_schedd():
 
 def _connect_embedded(pool_dir: Optional[Path], config_path: Optional[Path], create_pool: bool) -> Connection:
     # Imported here so that a plugin talking to a real pool never loads the pool.
-    from htcannex_pool import Pool
+    from htcannex_pool import Pool, PoolError
 
     pool = Pool(pool_dir) if pool_dir is not None else Pool()
     if not create_pool and not pool.spool_dir.is_dir():
@@ -119,7 +119,10 @@ def _connect_embedded(pool_dir: Optional[Path], config_path: Optional[Path], cre
             f"no embedded pool has run in {pool.spool_dir}, so it has no job to show. Run this in the directory "
             "you ran snakemake in, or name the pool's spool with --pool-dir (or $HTCANNEX_POOL_DIR); for a "
             "real access point, give --profile with `pool: default` or --schedd NAME")
-    pool.ensure_running()
+    try:
+        pool.ensure_running()
+    except PoolError as error:  # its message says what is wrong and what to do
+        raise ScheddNotFound(f"the embedded pool does not answer: {error}") from error
     return Connection(pool.schedd(), pool.collector(), EmbeddedBackend(pool, config_path), embedded=True)
 
 

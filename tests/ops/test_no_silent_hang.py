@@ -7,6 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from waiting import wait_until
 
 from .snakemake_runs import read_until, run_snakemake, snakemake_argv, start_snakemake
@@ -84,3 +85,19 @@ def test_a_refused_job_fails_alone_and_the_jobs_already_running_are_tracked_to_t
     assert "the escape hatch cannot set job attribute Cmd" in result.stderr
     assert (work / "a.txt").exists()  # a ran to its end and came back
     assert embedded_pool.schedd().query("true", ["ClusterId"]) == []  # nothing left running untracked
+
+
+@pytest.mark.slow  # about 65 s: a daemon that does not answer within HTCondor's QUERY_TIMEOUT (60 s)
+def test_snakemake_on_a_stopped_pool_daemon_ends_with_its_pid_and_the_fix(tmp_path, user_env, embedded_pool):
+    work = workflow(tmp_path, 'rule a:\n    output: "a.txt"\n    shell: "echo done > {output}"\n')
+    embedded_pool.ensure_running()
+    pid = embedded_pool.recorded_pid()
+    os.kill(pid, signal.SIGSTOP)  # e.g. a terminal's Ctrl-Z on a daemon started in the foreground
+    try:
+        result = run_snakemake(work, user_env, "a.txt", timeout=150)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert result.returncode != 0
+    assert f"the embedded pool does not answer: the pool daemon (pid {pid})" in result.stderr, result.stderr[-3000:]
+    assert f"kill -CONT {pid}" in result.stderr and "Traceback" not in result.stderr
+    assert run_snakemake(work, user_env, "a.txt").returncode == 0  # resumed, the same run goes through
