@@ -27,7 +27,6 @@ JICLocalSchedd), and what is not:
 import os
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,7 +46,7 @@ def is_local(ad: classad2.ClassAd) -> bool:
     return ad.get("JobUniverse") == UNIVERSE
 
 
-def launch(job: classad2.ClassAd, scratch: Path, on_exit: Callable[[], None]) -> starter.RunningJob:
+def launch(job: classad2.ClassAd, scratch: Path, watch_exit: Callable[[int], None]) -> starter.RunningJob:
     """Start the job's process in its Iwd; `scratch` is the starter's directory for it."""
     iwd = Path(job["Iwd"])
     scratch.mkdir(parents=True)
@@ -69,8 +68,7 @@ def launch(job: classad2.ClassAd, scratch: Path, on_exit: Callable[[], None]) ->
         for stream in streams:
             if stream is not subprocess.DEVNULL:
                 stream.close()
-    threading.Thread(target=starter.notify_on_exit, args=(process.pid, on_exit), daemon=True,
-                     name=f"wait-{process.pid}").start()
+    watch_exit(process.pid)
     return starter.RunningJob(key=(job["ClusterId"], job["ProcId"]), process=process, sandbox=scratch,
                               slot_name=SLOT_NAME, started=time.time(),
                               create_time=psutil.Process(process.pid).create_time())

@@ -14,6 +14,7 @@ import classad2
 from htcondor_codes import HoldCode, JobStatus, OutOfResources, status_word
 
 from . import dollardollar, jobads, local_universe, starter, transfer
+from .exits import ExitWatch
 from .eventlog import UserLog, open_log
 from .output_transfer import Outcome, OutputTransfers
 from .policy import PoolPolicy
@@ -95,8 +96,9 @@ class Scheduler:
                  on_job_exit: Callable[[], None] = lambda: None):
         self.spool, self.origin = spool, origin
         self.policy = PoolPolicy.load(spool)
-        # Called from another thread as soon as a job's process exits or its outputs are back.
-        self.on_job_exit = on_job_exit
+        # `on_job_exit` is called from another thread as soon as a job's process exits or its
+        # outputs are back.
+        self.exit_watch = ExitWatch(on_job_exit)
         self.execute_dir = spool / "execute"
         self.checkpoint_dir = spool / "checkpoints"
         self.store = QueueStore(spool / "queue.sqlite3")
@@ -481,7 +483,7 @@ class Scheduler:
             else:
                 sandbox.mkdir(parents=True)
                 before = {}
-            running = starter.launch(job, slot.ad, sandbox, before, self.on_job_exit)
+            running = starter.launch(job, slot.ad, sandbox, before, self.exit_watch.watch)
         except transfer.TransferError as error:
             shutil.rmtree(sandbox, ignore_errors=True)
             self._hold(ad, str(error), error.code, error.subcode)
@@ -524,7 +526,7 @@ class Scheduler:
         ad["NumJobStarts"] += 1
         scratch = self.spool / local_universe.SCRATCH_ROOT / f"dir_{key[0]}_{key[1]}_{ad['NumJobStarts']}"
         try:
-            running = local_universe.launch(ad, scratch, self.on_job_exit)
+            running = local_universe.launch(ad, scratch, self.exit_watch.watch)
         except OSError as error:
             self._hold_failed_start(ad, scratch, "starter on the access point", error)
             return

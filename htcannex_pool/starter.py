@@ -10,7 +10,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -149,10 +148,10 @@ def _environment(job: classad2.ClassAd, slot: classad2.ClassAd, scratch: Path) -
 
 
 def launch(job: classad2.ClassAd, slot: classad2.ClassAd, sandbox: Path,
-           inputs_before: dict, on_exit: Callable[[], None]) -> RunningJob:
+           inputs_before: dict, watch_exit: Callable[[int], None]) -> RunningJob:
     """Start the job's process. `sandbox` is the scratch directory; it is also the cwd,
     except without file transfer (shared filesystem), where the job runs in Iwd.
-    `on_exit` is called (from another thread) when the process has exited."""
+    `watch_exit` is given the process's pid, to say when it exits (exits.ExitWatch)."""
     iwd = Path(job["Iwd"])
     transfers = job["ShouldTransferFiles"] == "YES"
     executable = Path(job["Cmd"])
@@ -178,18 +177,8 @@ def launch(job: classad2.ClassAd, slot: classad2.ClassAd, sandbox: Path,
                                    env=_environment(job, slot, sandbox),
                                    stdin=stream(iwd / job["In"], "rb", job["In"]),
                                    stdout=stdout, stderr=stderr, start_new_session=True)
-    threading.Thread(target=notify_on_exit, args=(process.pid, on_exit), daemon=True,
-                     name=f"wait-{process.pid}").start()
+    watch_exit(process.pid)
     return RunningJob(key=(job["ClusterId"], job["ProcId"]), process=process, sandbox=sandbox,
                       slot_name=slot["Name"], started=time.time(),
                       create_time=psutil.Process(process.pid).create_time(), inputs_before=inputs_before)
 
-
-def notify_on_exit(pid: int, on_exit: Callable[[], None]):
-    """Wait for the process to exit without reaping it (WNOWAIT: the scheduler's own
-    poll collects its status), then say so."""
-    try:
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
-    except ChildProcessError:  # already reaped by the scheduler's poll
-        pass
-    on_exit()

@@ -16,6 +16,7 @@ written (no utime there): neither side's original mtime survives a transfer.
 import errno
 import os
 import shutil
+import stat
 import time
 from pathlib import Path
 
@@ -151,10 +152,13 @@ def output_names(job, sandbox: Path, before: dict) -> list[str]:
 
 def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, succeeded: bool) -> int:
     """Send the job's outputs back (returns the bytes); a declared output that is missing fails
-    the transfer. With `when_to_transfer_output = ON_SUCCESS` a failed job sends back only stdout/stderr."""
+    the transfer. With `when_to_transfer_output = ON_SUCCESS` a failed job sends back only stdout/stderr.
+    `origin` is resolved (the daemon resolves it once). The sandbox is spent afterwards: its files
+    may have been moved out (_deliver)."""
     send_files = succeeded or job.get("WhenToTransferOutput") != "ON_SUCCESS"
     sent = 0
-    for name in output_names(job, sandbox, before) if send_files else []:
+    # An output listed twice arrives once: its second transfer would write the same bytes again.
+    for name in dict.fromkeys(output_names(job, sandbox, before)) if send_files else []:
         source = sandbox / name
         if not source.exists():
             raise _failure(job, "output", str(source), "(errno 2) No such file or directory")
@@ -162,8 +166,8 @@ def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, 
             destination = _destination(job, origin, name)
         except ValueError as error:
             raise _failure(job, "output", str(source), str(error)) from None
-        if destination.exists() and origin.resolve() in destination.parents:
-            existing = destination.relative_to(origin.resolve())
+        if destination.exists() and destination.is_relative_to(origin):
+            existing = destination.relative_to(origin)
             raise _failure(job, "output", str(source), f"(errno 17) the OSDF object {existing} already exists, "
                            "and OSDF objects are immutable: write a new name", error_number=errno.EEXIST)
         sent += _send(job, source, destination, origin)
@@ -176,14 +180,32 @@ def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, 
 
 def _send(job, source: Path, destination: Path, origin: Path) -> int:
     """One output to its destination, written as the job's owner: a submit directory the owner
-    cannot write fails the transfer with EACCES, which HTCondor holds as 12/13."""
-    if origin.resolve() not in destination.parents and not writable_by(job["Owner"], destination.parent):
+    cannot write fails the transfer with EACCES, which HTCondor holds as 12/13. `origin` is resolved."""
+    if not destination.is_relative_to(origin) and not writable_by(job["Owner"], destination.parent):
         raise _failure(job, "output", str(source), f"writing to {destination}: (errno {errno.EACCES}) "
                        "Permission denied", error_number=errno.EACCES)
     try:
-        return _copy(source, destination)
+        return _deliver(source, destination)
     except OSError as error:
         raise _failure(job, "output", str(source), str(error)) from None
+
+
+def _deliver(source: Path, destination: Path) -> int:
+    """An output from the spent sandbox to its destination, as HTCondor's transfer leaves it there:
+    a new file with the job's bytes and mode, modified now. A regular file on the destination's
+    filesystem is moved there and its mtime set to now (the same file as a copy, for two system
+    calls where a copy creates, writes and closes one and the sandbox's removal unlinks another:
+    ~0.15 ms of the daemon's CPU per file here); anything else is copied (_copy)."""
+    status = source.lstat()
+    if stat.S_ISREG(status.st_mode):
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(source, destination)
+        except OSError:  # another filesystem (EXDEV), a directory in the way, ...: a copy says why not
+            return _copy(source, destination)
+        os.utime(destination)
+        return status.st_size
+    return _copy(source, destination)
 
 
 def save_checkpoint(job: classad2.ClassAd, sandbox: Path, checkpoint_dir: Path):
