@@ -37,7 +37,7 @@ import classad2
 import htcondor2
 import yaml
 
-from . import paths, submit_template
+from . import output_directories, paths, submit_template
 from .site import ResourceRequest, Site
 from .submit_values import (CONTAINER_IMAGE, ENV_NAME, GPU_MODEL, SubmitValueError, ValueChecker,
                             extra_command)
@@ -75,6 +75,9 @@ class JobSpec:
     # The script direct_command.py prepared for the job (workdir-relative), named in its ad as
     # HtcannexPreparedScript: a restarted executor keeps it while the job is queued, removes it after.
     prepared_script: str | None = None
+    # True: the job's command does not make its outputs' directories (no Snakemake in the job); they
+    # are made for it (output_directories.py).
+    needs_output_directories: bool = False
 
 
 @dataclass(frozen=True)
@@ -300,6 +303,8 @@ def _resources(request: ResourceRequest, site: Site | None, check: ValueChecker)
 
 def _files(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict:
     if options.shared_fs:
+        if spec.needs_output_directories:
+            output_directories.make_in_place(options.workdir, output_directories.of(spec.outputs))
         return {"should_transfer_files": "NO"}
     inputs = [check.path("input", path, options) for path in spec.inputs]
     sources = [check.path("workflow source", path, options)
@@ -317,6 +322,14 @@ def _files(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict:
         "preserve_relative_paths": "true",
     }
     transfer_in = list(dict.fromkeys(inputs + sources))
+    directories = output_directories.of(outputs) if spec.needs_output_directories else []
+    if directories:
+        tree = check.text("output directories", output_directories.transferred_tree(options.workdir, directories))
+        if "," in tree:
+            raise SubmitValueError(spec.rule, "output directories", tree,
+                                   "HTCondor's transfer lists are comma separated: the working directory's path "
+                                   "cannot contain a comma; rename it")
+        transfer_in.append(tree)
     if transfer_in:
         commands["transfer_input_files"] = ", ".join(transfer_in)
     if outputs:

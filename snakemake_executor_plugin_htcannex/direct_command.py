@@ -7,8 +7,8 @@ about a second of CPU to import Snakemake and its plugins and rebuild the DAG
 - A plain `shell:` rule: its command is already formatted on the submit side
   (`job.shellcmd`, with Snakemake's own formatting of input, output, params, wildcards,
   threads and resources), and what the job's Snakemake would do around it is making the
-  output directories and running it with Snakemake's shell prefix (`set -euo pipefail;`
-  under bash).
+  output directories (made for the job instead: output_directories.py) and running it with
+  Snakemake's shell prefix (`set -euo pipefail;` under bash).
 - A `script:` rule with a Python script: what the job's Snakemake would run is the script
   with Snakemake's preamble (the `snakemake` object with input, output, params, wildcards,
   threads, resources, log and config, pickled into it, and the script's directory on
@@ -108,7 +108,7 @@ def _shell_command(job) -> JobCommand:
     # Snakemake's prefix as the Snakefile left it (`set -euo pipefail; ` under bash
     # unless shell.prefix() changed it), and its suffix.
     prefix = shell._get_process_prefix(shell_path)
-    command = " ".join((prefix, _making_directories(job) + job.shellcmd, shell._process_suffix)).strip()
+    command = " ".join((prefix, job.shellcmd, shell._process_suffix)).strip()
     if CONTROL_CHARACTERS.search(command):
         # description.py refuses newlines in a submit argument.
         raise NeedsSnakemake("its command spans several lines, which a submit argument cannot hold")
@@ -148,16 +148,10 @@ def _script_command(job, workflow, options: SubmitOptions, python: str) -> JobCo
     with os.fdopen(os.open(prepared, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w") as out:
         out.write(preamble + source)  # as PythonScript.write_script
     prepared = os.path.relpath(prepared, options.workdir)
-    command = f"{_making_directories(job)}{shlex.join([python, prepared])}"
+    command = shlex.join([python, prepared])
     return JobCommand(SCRIPT_SHELL, command, runs_snakemake=False,
                       files=(prepared, *_sources_below(os.path.dirname(script), options.workflow_sources)),
                       prepared_script=prepared)
-
-
-def _making_directories(job) -> str:
-    """`mkdir -p` of the directories of the job's outputs and logs, as its Snakemake would make them."""
-    directories = sorted({str(PurePosixPath(str(path)).parent) for path in [*job.output, *job.log]} - {"."})
-    return f"mkdir -p {shlex.join(directories)}; " if directories else ""
 
 
 def _sources_below(directory: str, sources) -> list[str]:

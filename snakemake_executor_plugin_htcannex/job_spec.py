@@ -69,6 +69,7 @@ def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOpti
         threads=job.threads,
         attempt=job.attempt,
         ships_workflow_sources=command.runs_snakemake,
+        needs_output_directories=not command.runs_snakemake,
         prepared_script=command.prepared_script,
         **files,
     )

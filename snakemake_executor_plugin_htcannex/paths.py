@@ -5,6 +5,7 @@ A run directory (Snakemake's working directory) holds:
     .htcannex/jobs.log                 the one HTCondor user event log of every job (tracking, board, report)
     .htcannex/logs/<job>.out|.err      each job's stdout and stderr
     .htcannex/scripts/<rule>-*.py      a script rule's script with Snakemake's preamble, for its job (direct_command.py)
+    .htcannex/output-dirs/<digest>/    empty trees of jobs' output directories, sent to make them (output_directories.py)
     .htcannex/annex-requests.json      the annexes requested, so a restart does not request them again
     .htcannex/pool/                    the embedded pool's spool (its own default: htcannex_pool.DEFAULT_SPOOL)
     .htcannex/driver/                  the Snakemake driver `htcannex submit` started (driver.py)
@@ -37,6 +38,10 @@ def job_logs_dir(workdir: Path | str = ".") -> Path:
 
 def job_scripts_dir(workdir: Path | str = ".") -> Path:
     return state_dir(workdir) / "scripts"
+
+
+def output_directories_dir(workdir: Path | str = ".") -> Path:
+    return state_dir(workdir) / "output-dirs"
 
 
 def driver_dir(workdir: Path | str = ".") -> Path:

@@ -55,6 +55,10 @@ def test_plain_shell_rules_run_without_snakemake_and_others_with_it(workdir, emb
     plain = ads["plain"]
     assert plain["Cmd"] == "/bin/bash" and not runs_snakemake(plain)
     assert "Snakefile" not in plain.get("TransferInput", "")
+    # Its output's directory came by input transfer (an empty tree), not from a mkdir process in the job.
+    assert "mkdir" not in plain["Arguments"]
+    assert plain["TransferInput"].endswith("/"), plain["TransferInput"]
+    assert (Path(plain["TransferInput"]) / "plain").is_dir()
     # A multi-line command cannot be a submit argument; a run block needs Snakemake.
     for rule in ("multiline", "python"):
         assert runs_snakemake(ads[rule]), rule
@@ -81,3 +85,11 @@ def test_snakemake_in_every_job_when_asked(workdir, embedded_pool):
     assert result.returncode == 0, result.stderr[-4000:]
     assert (workdir / "plain" / "b.txt").read_text() == "hello 'quoted' \"world\" $HOME b 2\n"
     assert runs_snakemake(ads_by_rule(embedded_pool)["plain"])
+
+
+def test_on_a_shared_filesystem_the_output_directory_is_made_before_the_submit(workdir, embedded_pool):
+    result = snakemake(workdir, embedded_pool, "plain/c.txt", "--htcannex-shared-fs")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (workdir / "plain" / "c.txt").read_text() == "hello 'quoted' \"world\" $HOME c 2\n"
+    plain = ads_by_rule(embedded_pool)["plain"]
+    assert not runs_snakemake(plain) and "mkdir" not in plain["Arguments"]

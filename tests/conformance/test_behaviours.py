@@ -158,6 +158,27 @@ def test_file_transfer_gives_inputs_the_transfer_time_and_remaps_outputs(backend
     assert not (directory / "result.txt").exists()
 
 
+def test_an_absolute_input_directory_with_a_trailing_slash_brings_its_empty_directories(backend):
+    """What output_directories.py relies on: the tree's subdirectories arrive at their base names
+    under the sandbox, even with preserve_relative_paths (it keeps relative paths only), and the
+    job writes its outputs into them without making a directory."""
+    directory = backend.submit_dir()
+    tree = directory / ".htcannex" / "output-dirs" / "0123"
+    for made in ("results/run1", "logs"):
+        (tree / made).mkdir(parents=True)
+    executable = script(directory, "job.sh", """\
+        echo result > results/run1/out.txt && echo log > logs/job.log && ls -a .htcannex 2> /dev/null > leaked.txt
+        exit 0
+        """)
+    job = submit(backend, directory, executable, transfer_input_files=f"{tree}/", preserve_relative_paths="true",
+                 transfer_output_files="results/run1/out.txt, logs/job.log, leaked.txt")
+    terminated = wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
+    assert terminated["ReturnValue"] == 0, (directory / "err").read_text()
+    assert (directory / "results" / "run1" / "out.txt").read_text() == "result\n"
+    assert (directory / "logs" / "job.log").read_text() == "log\n"
+    assert (directory / "leaked.txt").read_text() == ""  # nothing of the tree's own path in the sandbox
+
+
 def test_a_job_submitted_on_hold_waits_until_released(backend):
     directory = backend.submit_dir()
     job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"), hold="true")
