@@ -26,6 +26,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -268,6 +269,9 @@ class AnnexManager:
         self._told_manual: set[str] = set()  # manual sites whose steps were printed in full
         self._up: Optional[set[str]] = None  # annex names with slots, as of this poll
         self._requests: Optional[list[LedgerEntry]] = None  # the ledger, as of this poll
+        # The submit thread (a job just queued) and the status thread (jobs already waiting) both ask;
+        # one decision at a time, or both would create the same annex (a second annex, charged twice).
+        self._deciding = threading.Lock()
 
     def new_poll(self) -> None:
         """Forget what the collector and the ledger said: the next ensure() asks them again."""
@@ -292,6 +296,10 @@ class AnnexManager:
 
     def ensure(self, site: Site) -> AnnexStatus:
         """Make sure `site`'s annex is up or requested, within the mode and guards."""
+        with self._deciding:
+            return self._ensure(site)
+
+    def _ensure(self, site: Site) -> AnnexStatus:
         name = site.annex_name
         if self.is_up(site):
             return AnnexStatus(AnnexState.UP)

@@ -1,5 +1,7 @@
 """Annex lifecycle guards, modes and the create command lines."""
 import shlex
+import threading
+
 import pytest
 
 from snakemake_executor_plugin_htcannex.annex import (
@@ -69,6 +71,33 @@ def test_auto_requests_once_even_across_restarts(manager):
     restarted = manager()  # a new Snakemake run in the same working directory
     assert restarted.ensure(make_site()).state is AnnexState.REQUESTED
     assert first.backend.created == ["htcannex-expanse"] and restarted.backend.created == []
+
+
+def test_an_annex_asked_for_by_two_threads_at_once_is_requested_once(manager):
+    """The submit thread (a job just queued) and the status thread (a job already waiting) may ask for one
+    annex at the same time; `htcondor annex create` takes seconds to minutes, and a second create would be a
+    second annex, charged twice."""
+    annexes = manager()
+    creating, finish = threading.Event(), threading.Event()
+    record = annexes.backend.create
+
+    def slow_create(site):
+        creating.set()
+        finish.wait(10)
+        return record(site)
+
+    annexes.backend.create = slow_create
+    first = threading.Thread(target=annexes.ensure, args=(make_site(),))
+    first.start()
+    assert creating.wait(10)
+    second_said = []
+    second = threading.Thread(target=lambda: second_said.append(annexes.ensure(make_site()).state))
+    second.start()
+    second.join(0.5)  # it asks while the first create runs
+    finish.set()
+    first.join(10)
+    second.join(10)
+    assert annexes.backend.created == ["htcannex-expanse"] and second_said == [AnnexState.REQUESTED]
 
 
 def test_expired_request_may_be_renewed(manager):
