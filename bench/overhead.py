@@ -3,12 +3,12 @@
 Side by side in one run, on the same Snakefile, each in a fresh copy of the directory:
 - local:     `snakemake --cores P --scheduler S` (Snakemake's local executor), S being the
              scheduler profiles/local sets, so both sides pay for the same scheduler;
-- htcannex:  `snakemake --executor htcannex --profile profiles/local --jobs P`, on an
-             embedded pool started beforehand with P ordinary slots of 1 CPU, so both
-             run P jobs at a time;
-- htcannex queued (the sweep only): the same with `--jobs N`: every job is queued in the
-             pool at once and its P slots run them P at a time, as HTCondor runs a queue;
-             Snakemake does not wait for a job to end before it submits the next one.
+- htcannex:  `snakemake --executor htcannex --profile profiles/local`, what a user of the
+             profile gets (its `jobs` and `max-jobs-per-timespan`: every ready job queued at
+             once), on an embedded pool started beforehand with P ordinary slots of 1 CPU, so
+             both run P jobs at a time: the pool's slots decide how many run, as HTCondor's do;
+- htcannex --jobs P (the sweep only): the same with Snakemake holding all but P jobs back,
+             as the profile did before (docs/benchmarks.md says what that costs).
 
 Sweep: N independent no-op jobs; wall time and total CPU: the snakemake process and the
 jobs it waited for, plus for htcannex the pool daemon and the jobs it ran (on a real pool
@@ -70,7 +70,6 @@ rule link:
     {body}
 """
 SLOT = {"cpus": 1, "memory_mb": 2048}
-QUEUED = "htcannex queued"
 
 
 def add_arguments(parser) -> None:
@@ -101,9 +100,8 @@ def _measure_kind(args, kind: str, n: int) -> None:
     parallel, links = args.overhead_parallel, args.overhead_chain
     body = RULE_BODY[kind]
     variants = {"local": _local, "htcannex": _htcannex}
-    # The sweep also with every job queued at once (--jobs N): P slots still run P at a time, as
-    # HTCondor runs a queue; Snakemake no longer waits for each job to end before submitting one.
-    sweep_variants = {**variants, QUEUED: functools.partial(_htcannex, queued=n)}
+    # The sweep also with Snakemake submitting only P jobs at a time (--jobs P), as the profile did before.
+    sweep_variants = {**variants, f"htcannex --jobs {parallel}": functools.partial(_htcannex, jobs=parallel)}
     walls = {name: [] for name in sweep_variants}
     cpus = {name: [] for name in sweep_variants}
     cpu_parts = {name: [] for name in sweep_variants}  # htcannex's, by process
@@ -158,8 +156,8 @@ def _local(workdir: Path, parallel: int):
     return run_timed([SNAKEMAKE, "--cores", str(parallel), "--scheduler", scheduler], workdir, bench_env())
 
 
-def _htcannex(workdir: Path, parallel: int, queued: int = 0):
-    """`queued`: Snakemake's --jobs, when more jobs than the slots may be queued at once."""
+def _htcannex(workdir: Path, parallel: int, jobs: int | None = None):
+    """`jobs`: Snakemake's --jobs, instead of the profile's."""
     # Imported here: only this variant needs the pool client.
     from htcannex_pool import Pool
 
@@ -169,8 +167,8 @@ def _htcannex(workdir: Path, parallel: int, queued: int = 0):
     try:
         before = daemon.cpu_times()
         timed = run_timed(
-            [SNAKEMAKE, "--executor", "htcannex", "--profile", str(PROFILE),
-             "--jobs", str(queued or parallel), "--htcannex-pool-dir", str(pool.spool_dir)],
+            [SNAKEMAKE, "--executor", "htcannex", "--profile", str(PROFILE), "--htcannex-pool-dir",
+             str(pool.spool_dir), *(["--jobs", str(jobs)] if jobs else [])],
             workdir, bench_env(),
         )
         after = daemon.cpu_times()

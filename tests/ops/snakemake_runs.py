@@ -70,11 +70,11 @@ def events(workdir: Path) -> list:
 
 
 def annexes_by_job(workdir: Path) -> dict:
-    """job id -> the annexes it executed on, in order."""
+    """job id -> the annexes it executed on, in order (None: a slot of no annex)."""
     ran = {}
     for kind, job, event in events(workdir):
         if kind == htcondor2.JobEventType.EXECUTE:
-            ran.setdefault(job, []).append(event["ExecuteProps"]["AnnexName"] if "ExecuteProps" in event else None)
+            ran.setdefault(job, []).append(event["ExecuteProps"].get("AnnexName") if "ExecuteProps" in event else None)
     return ran
 
 

@@ -1,6 +1,8 @@
 """No silent, uninterruptible hang (issue 13 item 3): a pool daemon killed under a running job is
 noticed and said and the run still finishes; a job no slot can ever run is reported within the idle
-timeout with `htcannex why`'s explanation, and fails, or waits until Ctrl-C ends the run."""
+timeout with `htcannex why`'s explanation, and fails, or waits until Ctrl-C ends the run, while a job
+only waiting behind the run's own jobs waits."""
+import json
 import os
 import signal
 import subprocess
@@ -8,9 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+from snakemake_executor_plugin_htcannex.paths import annex_ledger
 from waiting import wait_until
 
-from .snakemake_runs import read_until, run_snakemake, snakemake_argv, start_snakemake
+from .snakemake_runs import annexes_by_job, read_until, run_snakemake, snakemake_argv, start_snakemake
 
 FAULTS = Path(__file__).parent / "workflows" / "faults"
 # More than any slot has, live (this machine) or in the faults catalogue; no rotation: any slot.
@@ -56,6 +59,28 @@ def test_a_job_no_slot_can_run_fails_within_the_idle_timeout_with_the_explanatio
     assert "FAILS (job Requirements) TARGET.Cpus >= RequestCpus" in result.stderr
     assert "FAILS (job Requirements) TARGET.GPUs >= RequestGPUs" in result.stderr
     assert "lower mem_mb" in result.stderr and "The job was removed" in result.stderr
+
+# More jobs than slots, all queued at once: three on the pool's one ordinary slot, and two chunks that the
+# rotation (round-robin over a, b, c) puts on annex a, which has one slot. Each waits behind the run's own jobs
+# for longer than the idle timeout (3 s), so each is looked at while idle.
+QUEUED_BEHIND = ('rule all:\n    input: expand("any{i}.txt", i=range(3)), expand("chunk-run{r}-chunk0.txt", r=(0, 3))\n'
+                 'rule any:\n    output: "any{i}.txt"\n    shell: "sleep 4; touch {output}"\n'
+                 'rule chunk:\n    output: "chunk-run{run}-chunk{chunk}.txt"\n    shell: "sleep 6; touch {output}"\n')
+
+
+def test_jobs_queued_behind_the_runs_own_jobs_wait_past_the_idle_timeout(tmp_path, user_env):
+    """The local profile queues every ready job (`jobs: unlimited`): a job idle behind busy slots that can run
+    it is waiting its turn, not stuck. It is neither failed as unmatchable nor moved off its annex."""
+    work = workflow(tmp_path, QUEUED_BEHIND)
+    started = time.time()
+    result = run_snakemake(work, user_env, extra=["--jobs", "unlimited", "--retries", "0"], timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert time.time() - started > 12  # three 4-s jobs one after the other: the last waited over the timeout
+    assert "no slot can run it" not in result.stderr and "Moved it" not in result.stderr
+    chunks = {job: annexes for job, annexes in annexes_by_job(work).items() if annexes[0] is not None}
+    assert sorted(chunks.values()) == [["htcannex-a"], ["htcannex-a"]]
+    # Both chunks were queued before annex a was up: it was requested once.
+    assert [request["name"] for request in json.loads(annex_ledger(work).read_text())] == ["htcannex-a"]
 
 
 def test_with_unmatchable_wait_the_job_is_reported_and_stays_until_ctrl_c(tmp_path, user_env, embedded_pool):
