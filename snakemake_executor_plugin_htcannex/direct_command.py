@@ -22,15 +22,26 @@ Outputs come back by HTCondor file transfer, which holds a job whose listed outp
 missing (tracking reports that as a failed command), the submit side checks them as for any
 job, and the job exits with the rule's own exit code.
 
+OSDF objects (the osdf storage provider's files) need no Snakemake either: HTCondor moves
+their bytes by URL transfer (osdf_transfer.py), and the job's Snakemake only moves each landed
+input to its storage-local path, checking it against its sidecar, and writes each output's
+sidecar. The job's shell does that (osdf_transfer.in_job_steps) when the command's paths, made
+here, are the paths the job has: the remote job's storage prefix is the local one, relative.
+
 Everything else still gets Snakemake in the job; `NeedsSnakemake` says why (the executor logs
 it at debug level): run, notebook, wrapper, cwl and template rules, and scripts in other
 languages (R, R Markdown, Julia, Rust, bash, xonsh, hy: Snakemake runs those with their own
 interpreters and preambles); a script from a URL; group jobs; conda, container and module
 environments; benchmarks, shadow directories, pipes and services; outputs with a flag outside
-FLAGS_WITHOUT_SNAKEMAKE (below: protected, ensure, directory, touch, ...); storage-plugin files (the job's Snakemake maps them);
-the `tmpdir` resource in a command or script, which must be the execute point's, not the
-submit side's; a shell other than bash or sh; and a multi-line shell command.
+FLAGS_WITHOUT_SNAKEMAKE (below: protected, ensure, directory, touch, ...); files of any other
+storage provider (the job's Snakemake maps them to local paths and moves their bytes); OSDF
+objects whose paths in the job differ from those in the command (--remote-job-local-storage-prefix
+set apart from the local one, or an absolute one: outside the sandbox) or on a shared filesystem
+(no URL transfers there: the job's Snakemake retrieves and stores them); the `tmpdir` resource in
+a command or script, which must be the execute point's, not the submit side's; a shell other
+than bash or sh; and a multi-line shell command.
 """
+import dataclasses
 import os
 import shlex
 import uuid
@@ -40,21 +51,22 @@ from snakemake.script import PythonScript, get_source
 from snakemake.shell import shell
 from snakemake.sourcecache import LocalSourceFile
 
-from . import paths
+from . import osdf_transfer, paths
 from .description import SubmitOptions
 from .job_spec import JobCommand
 from .submit_values import CONTROL_CHARACTERS
 
 # The only output flags a job without Snakemake may have: the main Snakemake carries them out itself
 # (temp: dag.handle_temp after the job; report: `snakemake --report`) or they only say where a file
-# lives (local: no default storage provider; storage files already keep Snakemake in the job).
+# lives (local: not through the default storage provider; storage_object: a storage file, judged
+# by _osdf_steps).
 # Every other flag (protected, ensure, directory, touch, update, pipe, service, nodelocal, and any a
 # later Snakemake adds) is applied by the Snakemake process that ran the job: without a shared
 # filesystem, Job.postprocess runs in the job (remote_exec) and the main process only waits for the
 # files. So such a job keeps its Snakemake rather than htcannex copying Job.postprocess (its order:
 # touch, log, output check with ensure's non-empty and checksum tests, unshadow, storage, protected,
 # and update's restore on failure) and keeping that copy in step with each Snakemake release.
-FLAGS_WITHOUT_SNAKEMAKE = frozenset({"temp", "report", "local"})
+FLAGS_WITHOUT_SNAKEMAKE = frozenset({"temp", "report", "local", "storage_object"})
 # Where the shells Snakemake may run are on any execute point.
 SHELLS = {"bash": "/bin/bash", "sh": "/bin/sh"}
 # The one shell that runs a prepared script's job.
@@ -69,11 +81,14 @@ def direct_command(job, workflow, options: SubmitOptions, python: str) -> JobCom
     """The command that runs `job` without Snakemake (a script with `python`, the job's); raises
     NeedsSnakemake when it needs it."""
     _check_runs_alone(job)
+    osdf = _osdf_steps(job, workflow, options, python)
     if job.is_shell:
-        return _shell_command(job)
-    if job.is_script:
-        return _script_command(job, workflow, options, python)
-    raise NeedsSnakemake("its code is a run: block, notebook, wrapper, cwl or template, which Snakemake runs")
+        command = _shell_command(job)
+    elif job.is_script:
+        command = _script_command(job, workflow, options, python)
+    else:
+        raise NeedsSnakemake("its code is a run: block, notebook, wrapper, cwl or template, which Snakemake runs")
+    return dataclasses.replace(command, command=osdf.before + command.command, after=osdf.after)
 
 
 def _check_runs_alone(job) -> None:
@@ -84,12 +99,31 @@ def _check_runs_alone(job) -> None:
         raise NeedsSnakemake("its conda, container or module environment is set up by Snakemake")
     if job.benchmark or job.is_shadow or job.is_pipe or job.is_service:
         raise NeedsSnakemake("its benchmark, shadow directory, pipe or service is Snakemake's to run")
-    if any(getattr(path, "is_storage", False) for path in [*job.input, *job.output, *job.log]):
-        raise NeedsSnakemake("its storage-plugin files are mapped to local paths by Snakemake")
     flags = {flag for path in [*job.output, *job.log] for flag in getattr(path, "flags", {})}
     if flags - FLAGS_WITHOUT_SNAKEMAKE:
         raise NeedsSnakemake(f"its outputs flagged {', '.join(sorted(flags - FLAGS_WITHOUT_SNAKEMAKE))} "
                              "are Snakemake's to handle in the job")
+
+
+def _osdf_steps(job, workflow, options: SubmitOptions, python: str) -> osdf_transfer.InJobSteps:
+    """What the job's shell does for its storage files instead of the job's Snakemake: they must all
+    be OSDF objects, moved by HTCondor's URL transfers, at the same paths in the job as in the command."""
+    storage = [path for path in [*job.input, *job.output, *job.log] if getattr(path, "is_storage", False)]
+    if not storage:
+        return osdf_transfer.InJobSteps()
+    if not all(osdf_transfer.is_osdf(path) for path in storage):
+        raise NeedsSnakemake("its storage-plugin files other than OSDF objects are mapped to local paths "
+                             "and moved by Snakemake")
+    if options.shared_fs:
+        raise NeedsSnakemake("on a shared filesystem its OSDF objects are retrieved and stored by the job's Snakemake, "
+                             "not by URL transfers")
+    prefix = str(workflow.storage_settings.remote_job_local_storage_prefix)
+    elsewhere = [str(path) for path in storage
+                 if os.path.isabs(str(path)) or str(path) != str(osdf_transfer.sandbox_path(path, prefix))]
+    if elsewhere:
+        raise NeedsSnakemake(f"its OSDF objects {', '.join(elsewhere)} are not in the sandbox at the paths its "
+                             f"command names: the job keeps them below {prefix} (--remote-job-local-storage-prefix)")
+    return osdf_transfer.in_job_steps(job.input, [*job.output, *job.log], prefix, python)
 
 
 def _check_no_tmpdir(code: str, what: str) -> None:

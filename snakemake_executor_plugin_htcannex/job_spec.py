@@ -43,6 +43,9 @@ class JobCommand:
     runs_snakemake: bool = True
     files: tuple[str, ...] = ()  # what the command needs besides the job's inputs (workdir-relative)
     prepared_script: Optional[str] = None  # written for this job here; removed when the job is done
+    # Shell run once the command succeeded and its logs exist (osdf_transfer.in_job_steps: the OSDF
+    # outputs' sidecars, a log among them).
+    after: str = ""
 
 
 def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOptions,
@@ -58,8 +61,10 @@ def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOpti
         files = dict(inputs=[*transfers.inputs, *command.files], outputs=transfers.outputs,
                      output_remaps=transfers.output_remaps, environment=transfers.environment)
     resources = dict(job.resources.items())
-    wrapped = _in_sandbox_workdir(with_checkpoint_exit(_creating_logs(command.command, _logs(job))),
-                                  options.sandbox_workdir)
+    command_and_logs = _creating_logs(command.command, _logs(job))
+    if command.after:
+        command_and_logs = f"{command_and_logs} && {command.after}"
+    wrapped = _in_sandbox_workdir(with_checkpoint_exit(command_and_logs), options.sandbox_workdir)
     return JobSpec(
         rule=rule_label(job),
         jobid=job.jobid,

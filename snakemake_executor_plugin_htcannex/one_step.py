@@ -1,6 +1,6 @@
 """A job's own Snakemake runs exactly that job's step, whatever modification times its sandbox has.
 
-A rule that needs Snakemake in its job (direct_command.py says which: run: blocks, storage files,
+A rule that needs Snakemake in its job (direct_command.py says which: run: blocks, non-OSDF storage files,
 ...) runs one inside its HTCondor job (`--mode remote`, with
 `--target-jobs` naming the job, `--force`, `--allowed-rules` its rules). That Snakemake builds a
 DAG from the target back through every rule in `--allowed-rules`, and in a chain of one rule

@@ -13,12 +13,17 @@ bytes move between the origin (or a cache) and the execute point, by HTCondor:
   Snakemake's osdf provider moves dropped inputs to where it expects them (verifying
   their checksums) and leaves outputs for HTCondor, instead of contacting the origin.
 
+A job that runs its rule without Snakemake (direct_command.py) does the provider's part in
+its shell instead (``in_job_steps``): its command's paths are those storage-local paths, so
+the same transfers serve it.
+
 See docs/osdf.md for the whole flow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -29,6 +34,11 @@ from snakemake_storage_plugin_osdf import query
 from snakemake_storage_plugin_osdf.integrity import SIDECAR_SUFFIX
 
 BACKEND_VARIABLE = "SNAKEMAKE_STORAGE_OSDF_BACKEND"
+# Where HTCondor drops URL inputs, as the job's shell names it: the scratch directory (HTCondor sets
+# the variable in every job; the htcondor backend falls back to the working directory alike).
+SCRATCH_DIR = '"${_CONDOR_SCRATCH_DIR:-.}"'
+# What the job's shell runs where its own quick steps do not pass (the provider's verdict and message).
+IN_JOB_MODULE = "snakemake_storage_plugin_osdf.in_job"
 
 
 @dataclass(frozen=True)
@@ -66,7 +76,7 @@ def plan(
     """
     local_inputs, input_urls, landed = [], [], {}
     for file in inputs:
-        if not _is_osdf(file):
+        if not is_osdf(file):
             local_inputs.append(str(file))
             continue
         url = file.storage_object.query
@@ -81,11 +91,11 @@ def plan(
 
     local_outputs, output_files, remaps = [], [], {}
     for file in outputs:
-        if not _is_osdf(file):
+        if not is_osdf(file):
             local_outputs.append(str(file))
             continue
         url = file.storage_object.query
-        local = str(_sandbox_path(file, sandbox_storage_prefix))
+        local = str(sandbox_path(file, sandbox_storage_prefix))
         for name, destination in ((local, url), (local + SIDECAR_SUFFIX, url + SIDECAR_SUFFIX)):
             output_files.append(name)
             remaps[name] = destination
@@ -103,15 +113,75 @@ def plan(
     )
 
 
-def _is_osdf(file) -> bool:
+def is_osdf(file) -> bool:
+    """Whether a Snakemake file is an object of the osdf storage provider."""
     return getattr(file, "is_storage", False) and isinstance(
         file.storage_object.provider, OsdfProvider
     )
 
 
-def _sandbox_path(file, sandbox_storage_prefix: str) -> PurePosixPath:
+def sandbox_path(file, sandbox_storage_prefix: str) -> PurePosixPath:
     """Where the inner Snakemake's osdf provider keeps this object: its local prefix
     is ``<prefix>/<provider name or tag>``, the suffix the object path."""
     storage_object = file.storage_object
-    provider_name = storage_object.provider.local_prefix.name
-    return PurePosixPath(sandbox_storage_prefix) / provider_name / storage_object.local_suffix()
+    return _provider_prefix(file, sandbox_storage_prefix) / storage_object.local_suffix()
+
+
+def _provider_prefix(file, sandbox_storage_prefix: str) -> PurePosixPath:
+    return PurePosixPath(sandbox_storage_prefix) / file.storage_object.provider.local_prefix.name
+
+
+@dataclass(frozen=True)
+class InJobSteps:
+    """Shell for a job without Snakemake: what its Snakemake's osdf provider (backend
+    ``htcondor``) would do around the command."""
+
+    before: str = ""  # ends in "; ": each landed input at its path, checked; else the job exits 1
+    after: str = ""  # to run (&&) once the command succeeded: each output's sidecar next to it
+
+
+def in_job_steps(inputs: Iterable, outputs: Iterable, sandbox_storage_prefix: str, python: str) -> InJobSteps:
+    """The shell steps for the OSDF files among a job's ``inputs`` and ``outputs``, whose paths in
+    the command must be their ``sandbox_path``s (the caller checks); ``python`` is the job's.
+
+    An input: moved from where HTCondor dropped it (with its sidecar) to its path, unless a restart
+    in the same sandbox (a self-checkpointing job) finds it there already, as the backend's ``get``;
+    then its sha256 (``sha256sum``) compared with the sidecar's. An output: its sidecar written by
+    ``sha256sum``, whose format the sidecar's is. Where a step does not pass, the provider itself
+    (``IN_JOB_MODULE``) retrieves or stores the object: it accepts what its checks accept, and
+    its error fails the job, before the command for an input.
+    """
+    before = []
+    for url, local, prefix in _objects(inputs, sandbox_storage_prefix):
+        landed = f"{SCRATCH_DIR}/{shlex.quote(query.basename(url))}"
+        sidecar = shlex.quote(local + SIDECAR_SUFFIX)
+        path, directory = shlex.quote(local), shlex.quote(str(PurePosixPath(local).parent))
+        quick = (
+            f"{{ [ -f {path} ] || {{ mkdir -p {directory} && mv {landed} {path}; }}; }} && "
+            f"{{ [ -f {sidecar} ] || mv {landed}{SIDECAR_SUFFIX} {sidecar}; }} && "
+            f"read -r htcannex_sha256 htcannex_name < {sidecar} && "
+            f'[ "$(sha256sum < {path})" = "$htcannex_sha256  -" ]'
+        )
+        before.append(f"{{ {quick} || {_provider(python, 'retrieve', prefix, url)} || exit 1; }}; ")
+    after = []
+    for url, local, prefix in _objects(outputs, sandbox_storage_prefix):
+        name = PurePosixPath(local).name
+        quick = (f"(cd {shlex.quote(str(PurePosixPath(local).parent))} && "
+                 f"sha256sum {shlex.quote(name)} > {shlex.quote(name + SIDECAR_SUFFIX)})")
+        after.append(f"{{ {quick} || {_provider(python, 'store', prefix, url)}; }}")
+    return InJobSteps(before="".join(before), after=" && ".join(after))
+
+
+def _objects(files: Iterable, sandbox_storage_prefix: str) -> list[tuple[str, str, str]]:
+    """(URL, path in the job, the provider's prefix there) of each OSDF object among ``files``, once."""
+    objects = {}
+    for file in files:
+        if is_osdf(file):
+            url = file.storage_object.query
+            objects[url] = (url, str(sandbox_path(file, sandbox_storage_prefix)),
+                            str(_provider_prefix(file, sandbox_storage_prefix)))
+    return list(objects.values())
+
+
+def _provider(python: str, action: str, prefix: str, url: str) -> str:
+    return shlex.join([python, "-m", IN_JOB_MODULE, action, prefix, url])

@@ -2,8 +2,12 @@
 provider (backend ``htcondor``) finds what HTCondor dropped and leaves outputs where
 the submit says HTCondor picks them up."""
 
+import hashlib
 import logging
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -145,3 +149,42 @@ def test_an_input_htcondor_did_not_transfer_is_named(sandbox):
     assert not checkpoint.exists()
     with pytest.raises(WorkflowError, match="did not transfer it.*transfer_input_files"):
         checkpoint.retrieve_object()
+
+
+def run_job_shell(steps: osdf_transfer.InJobSteps, command: str, sandbox: Path, path: str) -> subprocess.CompletedProcess:
+    """A direct job's shell as htcannex wraps it: the landing steps, the command, then (if it
+    succeeded) the outputs' sidecars; run in the sandbox with `path` as PATH."""
+    script = f"{steps.before}{command} && {steps.after}"
+    return subprocess.run(["/bin/sh", "-c", script], cwd=sandbox, capture_output=True, text=True,
+                          env={**os.environ, "_CONDOR_SCRATCH_DIR": str(sandbox), "PATH": path})
+
+
+@pytest.mark.parametrize("sha256sum", ["coreutils", "missing"])
+def test_a_job_without_snakemake_does_the_providers_part_in_its_shell(access_point, sandbox, sha256sum):
+    """in_job_steps: landed inputs at the command's paths, checked; outputs' sidecars written; again
+    after a restart in the same sandbox (a self-checkpointing job), with nothing landed anew. Without
+    a working sha256sum the provider itself (python -m ...in_job) does the same."""
+    origin_file = publish(access_point, f"{RUN}/ckpt-4.pt", b"state after chunk 4")
+    htcondor_drops(origin_file, sandbox)
+    steps = osdf_transfer.in_job_steps([storage_file(access_point, f"{RUN}/ckpt-4.pt")],
+                                       [storage_file(access_point, f"{RUN}/ckpt-5.pt")],
+                                       ".snakemake/storage", sys.executable)
+    local = Path(".snakemake/storage/osdf") / RUN.removeprefix("osdf:///")
+    command = f"mkdir -p {local} && (cat {local}/ckpt-4.pt; echo ' + 5') > {local}/ckpt-5.pt"
+    path = os.environ["PATH"]
+    if sha256sum == "missing":
+        broken = sandbox.parent / "bin"
+        broken.mkdir()
+        (broken / "sha256sum").write_text("#!/bin/sh\nexit 127\n")
+        (broken / "sha256sum").chmod(0o755)
+        path = f"{broken}{os.pathsep}{path}"
+
+    for attempt in ("first", "restarted"):
+        job = run_job_shell(steps, command, sandbox, path)
+        assert job.returncode == 0, (attempt, job.stderr)
+        assert not (sandbox / "ckpt-4.pt").exists() and not (sandbox / "ckpt-4.pt.sha256").exists()
+        assert (sandbox / local / "ckpt-4.pt.sha256").read_bytes() == origin_file.with_name("ckpt-4.pt.sha256").read_bytes()
+        written = sandbox / local / "ckpt-5.pt"
+        assert written.read_bytes() == b"state after chunk 4 + 5\n"
+        digest = hashlib.sha256(written.read_bytes()).hexdigest()
+        assert written.with_name("ckpt-5.pt.sha256").read_text() == f"{digest}  ckpt-5.pt\n"

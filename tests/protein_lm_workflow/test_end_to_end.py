@@ -146,7 +146,8 @@ def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
                       for variant, chunk in (("baseline", 2), ("distributed", 1), ("distributed", 2))
                       for suffix in ("", ".sha256")]
     # Chunk 2 read chunk 1 from the origin and wrote to it: both directions are URL transfers.
-    ads = embedded_pool.schedd().history("true", ["HtcannexRule", "TransferInput", "TransferOutputRemaps"])
+    ads = embedded_pool.schedd().history("true", ["HtcannexRule", "TransferInput", "TransferOutputRemaps",
+                                                  "Arguments"])
     chunk_twos = [ad for ad in ads if ad.get("HtcannexRule") in ("train_chunk", "train_baseline")
                   and "-chunk-1.pt" in str(ad.get("TransferInput", ""))]
     assert chunk_twos
@@ -158,6 +159,8 @@ def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
     data_url = f"osdf:///htcannex/protein_lm/{data_set.name}/SYNTHETIC_simulated_scores.npz"
     assert trainings and all(data_url in ad["TransferInput"] and "results/data" not in ad["TransferInput"]
                              for ad in trainings), [ad["TransferInput"] for ad in trainings]
+    # Each runs the training command without Snakemake in the job (its OSDF objects need none).
+    assert not [ad["Arguments"] for ad in trainings if "--target-jobs" in ad["Arguments"]]
 
     for state in final_states(training_set, "distributed"):
         sites = [epoch["site"] for epoch in state["history"]]

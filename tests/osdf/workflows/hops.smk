@@ -29,4 +29,4 @@ rule train_chunk:
         mem_mb=600,
         runtime=10,
     shell:
-        "(cat {input} /dev/null; echo chunk {wildcards.chunk}) > {output}"
+        "echo chunk {wildcards.chunk} runs >&2; (cat {input} /dev/null; echo chunk {wildcards.chunk}) > {output}"

@@ -55,12 +55,9 @@ config |= {
     "vars": _vars,
     "training": {
         "command": _training_command(_vars),
-        # With OSDF checkpoints a chunk's job runs Snakemake, which gets scripts/ as workflow sources
-        # (listed as inputs too, the package directory, written to by Python's bytecode cache in the
-        # sandbox, would look updated to it and pull the previous chunk in again); with local ones
-        # the job runs the command alone and needs them as inputs.
-        "files": [SIMULATED_SCORES] + (["{workflow_dir}/scripts/train_chunk.py", "{workflow_dir}/scripts/protein_lm"]
-                                       if config["checkpoint_store"] == "local" else []),
+        # A chunk's job runs the command alone (htcannex: OSDF checkpoints too), which needs its
+        # script and package as inputs.
+        "files": [SIMULATED_SCORES, "{workflow_dir}/scripts/train_chunk.py", "{workflow_dir}/scripts/protein_lm"],
         "checkpoint_suffix": ".pt",
         "sidecars": [".sha256"],
         "self_checkpoint": bool(config["pretrain"]["checkpoint_every_steps"] or config["pretrain"]["checkpoint_every_minutes"]),
