@@ -157,7 +157,7 @@ def in_job_steps(inputs: Iterable, outputs: Iterable, sandbox_storage_prefix: st
         sidecar = shlex.quote(local + SIDECAR_SUFFIX)
         path, directory = shlex.quote(local), shlex.quote(str(PurePosixPath(local).parent))
         quick = (
-            f"{{ [ -f {path} ] || {{ mkdir -p {directory} && mv {landed} {path}; }}; }} && "
+            f"{{ [ -f {path} ] || {{ {{ [ -d {directory} ] || mkdir -p {directory}; }} && mv {landed} {path}; }}; }} && "
             f"{{ [ -f {sidecar} ] || mv {landed}{SIDECAR_SUFFIX} {sidecar}; }} && "
             f"read -r htcannex_sha256 htcannex_name < {sidecar} && "
             f'[ "$(sha256sum < {path})" = "$htcannex_sha256  -" ]'
