@@ -198,7 +198,10 @@ class Executor(RemoteExecutor):
             for job_info in active_jobs:  # the schedd does not answer: nothing changes until it does
                 yield job_info
             return
-        runtime.annexes.new_poll()  # one collector query and ledger read for all jobs waiting on annexes
+        # One collector query and ledger read for all jobs waiting on annexes, one collector answer for all
+        # idle jobs looked at in this poll.
+        runtime.annexes.new_poll()
+        self._held_and_idle.new_poll()
         for job_info in active_jobs:
             try:
                 active = self._still_active(job_info)

@@ -6,7 +6,8 @@ or idle for longer than the idle timeout (annex: idle_timeout, --htcannex-idle-t
 - Held by htcannex until its annex is up (`waiting_for_annex`): released once the annex is up;
   moved to the next site of its rotation (recovery.py) when it did not come up in time.
 - Idle (`idle`): looked at once per idle timeout; an annex job whose annex is gone, or has no slot
-  that can run it, is moved; any other job no slot can run is reported (diagnose.never_matches).
+  that can run it, is moved; any other job no slot can run is reported (diagnose.never_matches). A job
+  behind busy slots that can run it waits. The collector is asked once per status poll (`new_poll`).
 - Held, with no event log (`held_without_event_log`): asked of the schedd instead.
 
 Each returns what the executor's status check needs: whether the job is still active (False once
@@ -38,15 +39,42 @@ Fail = Callable[..., None]  # the executor's report_job_error(job_info, msg=...)
 PlacementRequest = Callable[[object, JobSpec], Request]  # what placement judges a job by
 
 
+class CollectorOfThisPoll:
+    """The collector as of one status poll: each query is asked once per poll. Jobs queued together come
+    due for a look together (once per idle timeout), and each look asks for the slots of the pool or of
+    the job's annex: on a large pool, every slot. Judged against one answer per poll, a queue of a
+    thousand idle jobs costs one query, not a thousand."""
+
+    def __init__(self, collector):
+        self._collector = collector
+        self._answers: dict = {}
+
+    def new_poll(self) -> None:
+        self._answers.clear()
+
+    def query(self, ad_type, constraint, projection):
+        key = (ad_type, str(constraint), tuple(projection))
+        if key not in self._answers:
+            self._answers[key] = self._collector.query(ad_type, constraint=constraint, projection=projection)
+        return self._answers[key]
+
+
 class HeldAndIdle:
     def __init__(self, runtime: Runtime, logger, unmatchable: str, fail: Fail, placement_request: PlacementRequest):
         """`unmatchable`: --htcannex-unmatchable ("fail" or "wait"); `fail`: how a job is reported failed;
         `placement_request`: what the executor's placement judges a job by (the rotation's next site)."""
         self._runtime, self._logger, self._unmatchable = runtime, logger, unmatchable
         self._fail, self._placement_request = fail, placement_request
+        collector = runtime.connection.collector
+        self._collector = CollectorOfThisPoll(collector) if collector is not None else None
         # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold
         self._memory_floor: dict[str, int] = {}
         self._warned_no_event_log = False
+
+    def new_poll(self) -> None:
+        """A new status poll: the idle jobs looked at from now on get the collector's new answer."""
+        if self._collector is not None:
+            self._collector.new_poll()
 
     def memory_floor(self, spec: JobSpec) -> Optional[int]:
         """The memory (MB) this job asks for at least, when an earlier attempt was held for memory."""
@@ -82,7 +110,7 @@ class HeldAndIdle:
             return True
         site = job.site
         if site is not None and site.kind == "annex":
-            stuck = recovery.stuck_on_annex(runtime.connection.collector, ads[0], site.annex_name)
+            stuck = recovery.stuck_on_annex(self._collector, ads[0], site.annex_name)
             return self._move_or_fail(job_info, stuck, ads[0]) if stuck else True
         return self._unless_unmatchable(job_info, ads[0])
 
@@ -129,7 +157,7 @@ class HeldAndIdle:
         """Report a job no slot can run, live or in the catalogue, with `htcannex why`'s explanation;
         fail it, or leave it queued with --htcannex-unmatchable wait."""
         runtime = self._runtime
-        report = never_matches(job_ad, runtime.config, runtime.connection.collector)
+        report = never_matches(job_ad, runtime.config, self._collector)
         if report is None:
             return True
         job_id, timeout = job_info.external_jobid, runtime.idle_timeout_s
