@@ -51,12 +51,13 @@ class BenchError(RuntimeError):
     """A measured command failed: the numbers would mean nothing."""
 
 
-def run_timed(argv: list[str], cwd: Path, env: dict | None = None) -> Timed:
+def run_timed(argv: list[str], cwd: Path, env: dict | None = None, umask: int = -1) -> Timed:
     """Run a command to completion; wall time, peak RSS and CPU from its own rusage (os.wait4),
-    not from RUSAGE_CHILDREN, which mixes in every earlier child of this process."""
+    not from RUSAGE_CHILDREN, which mixes in every earlier child of this process. `umask`: the
+    command's, if not -1 (this process's)."""
     started = time.perf_counter()
     with open(cwd / ".bench-output.txt", "w+") as sink:
-        child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT, umask=umask)
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - started
         child.returncode = os.waitstatus_to_exitcode(status)

@@ -21,6 +21,17 @@ each reading the previous one's output. Every command writes the time it ran
 command ran (and, a no-op, ended) -> this command runs. For htcannex that is the whole
 round trip: the event log says the job ended, Snakemake sees its output, picks the next
 job, the executor submits it, the pool matches and starts it.
+
+Group jobs (`--overhead-kinds group`): the shell no-op with `group:`, GROUP_SIZE consecutive
+jobs to a group (the sweep's by --group-components, the chain's linked ones by being linked),
+so htcannex runs one HTCondor job per group, whose own Snakemake runs its members; the local
+executor ignores groups and runs the jobs one by one. Its chain's links across groups are
+printed apart: the others are the job's own Snakemake going from one member to the next.
+
+A real HTCondor pool (`--htcondor-config PATH`, bench/htcondor_pool.py): the htcannex variants
+run on the embedded pool and, beside them, on that running pool ("htcondor", "htcondor
+--jobs P"), all with as many jobs at a time as the real pool's slots have CPUs; the group kind
+on the embedded pool only.
 """
 import dataclasses
 import functools
@@ -31,6 +42,7 @@ from pathlib import Path
 import psutil
 import yaml
 
+from . import htcondor_pool
 from .common import REPO, SNAKEMAKE, bench_env, header, load, run_timed, spread
 
 # Each job writes the time its command ran (the latency's clock) as its output, as a
@@ -40,6 +52,8 @@ RULE_BODY = {
     "script": 'script: "stamp.py"',
     "run": 'run:\n        with open(output[0], "w") as stamp:\n            stamp.write(f"{time.time():.6f}")',
 }
+GROUP_SIZE = 5
+RULE_BODY["group"] = f'group: lambda wildcards: f"noops{{int(wildcards.i) // {GROUP_SIZE}}}"\n    {RULE_BODY["shell"]}'
 STAMP_SCRIPT = """\
 import time
 
@@ -70,45 +84,66 @@ rule link:
     {body}
 """
 SLOT = {"cpus": 1, "memory_mb": 2048}
+REAL = "htcondor"
 
 
 def add_arguments(parser) -> None:
     group = parser.add_argument_group("overhead")
     group.add_argument("--overhead-jobs", type=int, default=1000, metavar="N",
                        help="no-op jobs in the sweep (default 1000; e.g. 100 for a quick run)")
-    group.add_argument("--overhead-parallel", type=int, default=4, metavar="P",
+    group.add_argument("--overhead-parallel", type=int, metavar="P",
                        help="--cores of the local run = --jobs and pool slots of the htcannex run (default 4, "
-                            "the local profile's jobs)")
+                            "the local profile's jobs; with --htcondor-config the real pool's CPUs)")
     group.add_argument("--overhead-chain", type=int, default=30, metavar="L",
                        help="jobs in the chain whose links give the latency (default 30)")
     group.add_argument("--overhead-kinds", nargs="+", choices=sorted(RULE_BODY), default=list(RULE_BODY),
-                       metavar="KIND", help="rule kinds to measure (default: shell script run)")
+                       metavar="KIND", help="rule kinds to measure (default: shell script run group; group: "
+                                            f"shell jobs in Snakemake groups of {GROUP_SIZE})")
     group.add_argument("--overhead-script-jobs", type=int, default=50, metavar="N",
-                       help="jobs in the sweep of script and run rules, which cost a process start each "
-                            "(default 50)")
+                       help="jobs in the sweep of script and run rules and of grouped jobs, which cost a "
+                            "process start each (per group) (default 50)")
+    group.add_argument("--htcondor-config", metavar="PATH",
+                       help="also run the htcannex variants on the running HTCondor pool this condor_config "
+                            "configures (e.g. /tmp/realcondor/pool/condor_config); refused if none answers")
 
 
 def run(args) -> None:
-    parallel, links = args.overhead_parallel, args.overhead_chain
-    header(f"overhead: {args.overhead_jobs} shell / {args.overhead_script_jobs} script and run no-op jobs, "
-           f"{parallel} at a time; a chain of {links}; {args.repeat} repeats")
-    for kind in args.overhead_kinds:
-        _measure_kind(args, kind, args.overhead_jobs if kind == "shell" else args.overhead_script_jobs)
+    with tempfile.TemporaryDirectory(prefix="htcannex-bench-htcondor-") as scratch:
+        real = (htcondor_pool.connect(args.htcondor_config, Path(scratch))
+                if args.htcondor_config else None)
+        if real and args.overhead_parallel not in (None, real.parallel):
+            raise SystemExit(f"--overhead-parallel {args.overhead_parallel}: the pool of --htcondor-config runs "
+                             f"{real.parallel} jobs at a time, and every variant runs as many. Fix: leave "
+                             "--overhead-parallel out")
+        args.overhead_parallel = real.parallel if real else args.overhead_parallel or 4
+        header(f"overhead: {args.overhead_jobs} shell / {args.overhead_script_jobs} script, run and grouped no-op "
+               f"jobs, {args.overhead_parallel} at a time; a chain of {args.overhead_chain}; {args.repeat} repeats")
+        if real:
+            print(f"   htcondor: the pool of {args.htcondor_config}, {real.parallel} slot CPUs; its daemons' own "
+                  f"CPU when idle: {real.idle_cpu_rate() * 1000:.1f} ms per s of wall time (in its totals below)",
+                  flush=True)
+        for kind in args.overhead_kinds:
+            _measure_kind(args, kind, args.overhead_jobs if kind == "shell" else args.overhead_script_jobs, real)
 
 
-def _measure_kind(args, kind: str, n: int) -> None:
+def _measure_kind(args, kind: str, n: int, real: htcondor_pool.Pool | None = None) -> None:
     parallel, links = args.overhead_parallel, args.overhead_chain
     body = RULE_BODY[kind]
     variants = {"local": _local, "htcannex": _htcannex}
     # The sweep also with Snakemake submitting only P jobs at a time (--jobs P), as the profile did before.
     sweep_variants = {**variants, f"htcannex --jobs {parallel}": functools.partial(_htcannex, jobs=parallel)}
+    if real and kind != "group":  # bench/htcondor_pool.py says why not groups
+        variants[REAL] = sweep_variants[REAL] = functools.partial(real.variant, PROFILE)
+        sweep_variants[f"{REAL} --jobs {parallel}"] = functools.partial(real.variant, PROFILE, jobs=parallel)
+    workflow_profile = _group_profile(n) if kind == "group" else None
     walls = {name: [] for name in sweep_variants}
     cpus = {name: [] for name in sweep_variants}
     cpu_parts = {name: [] for name in sweep_variants}  # htcannex's, by process
     latencies = {name: [] for name in variants}
+    across_groups = {name: [] for name in variants}
     for repeat in range(args.repeat):
         for name, variant in sweep_variants.items():
-            timed = _in_scratch(variant, SWEEP.format(n=n, body=body), parallel)[0]
+            timed = _in_scratch(variant, SWEEP.format(n=n, body=body), parallel, workflow_profile=workflow_profile)[0]
             walls[name].append(timed.wall_s)
             cpus[name].append(timed.cpu_s)
             if timed.cpu_parts:
@@ -118,6 +153,7 @@ def _measure_kind(args, kind: str, n: int) -> None:
             workdir_links = _in_scratch(variant, CHAIN.format(last=links - 1, body=body), parallel,
                                         _link_latencies)[1]
             latencies[name].extend(workdir_links)
+            across_groups[name].extend(workdir_links[GROUP_SIZE - 1::GROUP_SIZE])
             print(f"   repeat {repeat + 1} {kind:6} {name:15} chain median link "
                   f"{statistics.median(workdir_links) * 1000:6.0f} ms  ({load()})", flush=True)
     print(f"   {kind}: sweep of {n}, wall time, median [min-max] of repeats:")
@@ -137,12 +173,28 @@ def _measure_kind(args, kind: str, n: int) -> None:
         print(f"     {name:15} median {statistics.median(values) * 1000:6.0f}   "
               f"p90 {_percentile(values, 0.9) * 1000:6.0f}   max {max(values) * 1000:6.0f}   "
               f"{statistics.median(values) / local_median:5.2f}x local")
+    if kind == "group" and across_groups["local"]:
+        print(f"   group: the links from one group to the next (every {GROUP_SIZE}th), median ms: " + ", ".join(
+            f"{name} {statistics.median(values) * 1000:.0f}" for name, values in across_groups.items()))
 
 
-def _in_scratch(variant, snakefile: str, parallel: int, measure=None):
+def _group_profile(n: int) -> dict:
+    """The grouped sweep's workflow profile. Snakemake makes a group job of each linked part of a
+    group, so one of GROUP_SIZE unlinked jobs only when told to join that many; it asks for the
+    summed resources of the members it may run side by side, up to --cores: 1, so that a group
+    job fits a slot of 1 CPU and runs its members one after another (the local variant's own
+    --cores comes first)."""
+    return {"group-components": [f"noops{group}={GROUP_SIZE}" for group in range(-(-n // GROUP_SIZE))],
+            "cores": 1}
+
+
+def _in_scratch(variant, snakefile: str, parallel: int, measure=None, workflow_profile: dict | None = None):
     with tempfile.TemporaryDirectory(prefix="htcannex-bench-") as scratch:
         workdir = Path(scratch)
         (workdir / "Snakefile").write_text(snakefile)
+        if workflow_profile:  # Snakemake reads profiles/default/ beside the Snakefile as the workflow's profile
+            (workdir / "profiles" / "default").mkdir(parents=True)
+            (workdir / "profiles" / "default" / "config.yaml").write_text(yaml.safe_dump(workflow_profile))
         (workdir / "stamp.py").write_text(STAMP_SCRIPT)
         timed = variant(workdir, parallel)
         return timed, measure(workdir) if measure else None

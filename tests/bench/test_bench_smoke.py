@@ -1,17 +1,19 @@
 """Every benchmark runs end to end at a tiny size, so that none can rot between the runs that
 docs/benchmarks.md records. Nothing here is timed: a benchmark passes when it completes and
 prints its side-by-side result line."""
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conformance.backends import CONFIG_VARIABLE, real_htcondor
 
 REPO = Path(__file__).resolve().parents[2]
 
 TINY = {
     "overhead": (["--overhead-jobs", "2", "--overhead-script-jobs", "2", "--overhead-parallel", "1",
-                  "--overhead-chain", "2"], "run: latency"),
+                  "--overhead-chain", "2"], "group: latency"),
     "tracking": (["--tracking-sizes", "3", "--peer-venvs"], "collector query"),  # the annex-wait rows
     "scale": (["--scale-sweeps", "1x2"], "against local -n with the profile's default-resources"),
     "chunking": (["--chunking-variants", "20"], "s of CPU per extra chunk"),
@@ -19,7 +21,7 @@ TINY = {
 }
 
 
-# overhead takes about 60 s at its tiny size (three rule kinds, each run four times through
+# overhead takes about 80 s at its tiny size (four rule kinds, each run five times through
 # Snakemake), chunking-e2e about 20 s (two Snakemake runs of the chunked workflow on the pool).
 SLOW = {"overhead", "chunking-e2e"}
 
@@ -29,7 +31,29 @@ SLOW = {"overhead", "chunking-e2e"}
 ])
 def test_benchmark_runs_at_tiny_size(name, sizes):
     options, result_line = sizes
-    done = subprocess.run([sys.executable, "-m", "bench", "--repeat", "1", "--only", name, *options],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    done = bench(name, *options)
     assert done.returncode == 0, done.stdout + done.stderr
     assert result_line in done.stdout, done.stdout
+
+
+def bench(name, *options):
+    return subprocess.run([sys.executable, "-m", "bench", "--repeat", "1", "--only", name, *options],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_overhead_on_htcondor_refuses_a_pool_that_does_not_answer(tmp_path):
+    config = tmp_path / "condor_config"
+    config.write_text(f"COLLECTOR_HOST = 127.0.0.1:9\nLOG = {tmp_path}\n")  # nothing listens on port 9
+    done = bench("overhead", "--htcondor-config", str(config))
+    assert done.returncode != 0
+    assert f"--htcondor-config {config}: no HTCondor pool answers there" in done.stderr, done.stderr
+    assert "overhead:" not in done.stdout  # refused before measuring anything
+
+
+@pytest.mark.slow
+def test_overhead_runs_on_a_real_htcondor_pool_at_tiny_size(tmp_path_factory):
+    real_htcondor(tmp_path_factory.getbasetemp())  # skips without one (or without condor_master)
+    done = bench("overhead", "--htcondor-config", os.environ[CONFIG_VARIABLE], "--overhead-kinds", "shell",
+                 "--overhead-jobs", "2", "--overhead-chain", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "htcondor CPU by process" in done.stdout, done.stdout
