@@ -198,10 +198,10 @@ class Executor(RemoteExecutor):
             for job_info in active_jobs:  # the schedd does not answer: nothing changes until it does
                 yield job_info
             return
-        # One collector query and ledger read for all jobs waiting on annexes, one collector answer for all
-        # idle jobs looked at in this poll.
+        # One collector query and ledger read for all jobs waiting on annexes; one collector answer for all
+        # idle jobs looked at in this poll, and one schedd query for all held jobs when there is no event log.
         runtime.annexes.new_poll()
-        self._held_and_idle.new_poll()
+        self._held_and_idle.new_poll(active_jobs)
         for job_info in active_jobs:
             try:
                 active = self._still_active(job_info)

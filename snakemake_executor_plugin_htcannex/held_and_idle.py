@@ -8,7 +8,7 @@ or idle for longer than the idle timeout (annex: idle_timeout, --htcannex-idle-t
 - Idle (`idle`): looked at once per idle timeout; an annex job whose annex is gone, or has no slot
   that can run it, is moved; any other job no slot can run is reported (diagnose.never_matches). A job
   behind busy slots that can run it waits. The collector is asked once per status poll (`new_poll`).
-- Held, with no event log (`held_without_event_log`): asked of the schedd instead.
+- Held, with no event log (`held_without_event_log`): asked of the schedd instead, once per poll.
 
 Each returns what the executor's status check needs: whether the job is still active (False once
 it was reported failed through `fail`).
@@ -28,7 +28,7 @@ from .holds import memory_for_retry
 from .job_spec import wildcards_of
 from .placement import Request
 from .runtime import Runtime
-from .schedd import job_constraint
+from .schedd import job_constraint, job_id
 from .tracked_job import tracked
 from .tracking import JobPhase, JobRecord
 
@@ -70,11 +70,15 @@ class HeldAndIdle:
         # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold
         self._memory_floor: dict[str, int] = {}
         self._warned_no_event_log = False
+        self._active: list[SubmittedJobInfo] = []  # the jobs of this status poll
+        self._held_ads: Optional[dict] = None  # their held ones, asked of the schedd once per poll (no event log)
 
-    def new_poll(self) -> None:
-        """A new status poll: the idle jobs looked at from now on get the collector's new answer."""
+    def new_poll(self, active_jobs: list[SubmittedJobInfo]) -> None:
+        """A new status poll of `active_jobs`: the jobs looked at from now on get the collector's and the
+        schedd's new answers."""
         if self._collector is not None:
             self._collector.new_poll()
+        self._active, self._held_ads = active_jobs, None
 
     def memory_floor(self, spec: JobSpec) -> Optional[int]:
         """The memory (MB) this job asks for at least, when an earlier attempt was held for memory."""
@@ -144,12 +148,16 @@ class HeldAndIdle:
             self._logger.warning(f"HTCondor has not created the event log {tracker.path}: it writes it as the "
                                  "job's owner, who cannot write there (see docs/real-access-point.md); "
                                  "asking the schedd about each job instead")
-        ads = self._runtime.connection.schedd.query(
-            job_constraint(job_info.external_jobid),
-            projection=["JobStatus", "HoldReason", "HoldReasonCode", "HoldReasonSubCode"])
-        if not ads or ads[0].get("JobStatus") != JobStatus.HELD:
+        if self._held_ads is None:
+            # One query for all of this poll's jobs: without the log, a queue of them asks alike.
+            clusters = ", ".join(sorted({job.external_jobid.split(".")[0] for job in self._active}, key=int))
+            ads = self._runtime.connection.schedd.query(
+                f"JobStatus == {JobStatus.HELD:d} && member(ClusterId, {{{clusters}}})",
+                projection=["ClusterId", "ProcId", "HoldReason", "HoldReasonCode", "HoldReasonSubCode"])
+            self._held_ads = {job_id(ad): ad for ad in ads}
+        ad = self._held_ads.get(job_info.external_jobid)
+        if ad is None:
             return None
-        ad = ads[0]
         return JobRecord(job_info.external_jobid, phase=JobPhase.HELD, hold_reason=ad.get("HoldReason"),
                          hold_code=ad.get("HoldReasonCode"), hold_subcode=ad.get("HoldReasonSubCode"))
 
