@@ -144,7 +144,7 @@ def in_job_steps(inputs: Iterable, outputs: Iterable, sandbox_storage_prefix: st
     """The shell steps for the OSDF files among a job's ``inputs`` and ``outputs``, whose paths in
     the command must be their ``sandbox_path``s (the caller checks); ``python`` is the job's.
 
-    An input: moved from where HTCondor dropped it (with its sidecar) to its path, unless a restart
+    An input: moved with its sidecar from where HTCondor dropped them to its path, unless a restart
     in the same sandbox (a self-checkpointing job) finds it there already, as the backend's ``get``;
     then its sha256 (``sha256sum``) compared with the sidecar's. An output: its sidecar written by
     ``sha256sum``, whose format the sidecar's is. Where a step does not pass, the provider itself
@@ -153,13 +153,13 @@ def in_job_steps(inputs: Iterable, outputs: Iterable, sandbox_storage_prefix: st
     """
     before = []
     for url, local, prefix in _objects(inputs, sandbox_storage_prefix):
+        # The path's base name is the object's, the one it landed under: one mv moves both files.
         landed = f"{SCRATCH_DIR}/{shlex.quote(query.basename(url))}"
-        sidecar = shlex.quote(local + SIDECAR_SUFFIX)
         path, directory = shlex.quote(local), shlex.quote(str(PurePosixPath(local).parent))
         quick = (
-            f"{{ [ -f {path} ] || {{ {{ [ -d {directory} ] || mkdir -p {directory}; }} && mv {landed} {path}; }}; }} && "
-            f"{{ [ -f {sidecar} ] || mv {landed}{SIDECAR_SUFFIX} {sidecar}; }} && "
-            f"read -r htcannex_sha256 htcannex_name < {sidecar} && "
+            f"{{ [ -f {path} ] || {{ {{ [ -d {directory} ] || mkdir -p {directory}; }} && "
+            f"mv {landed} {landed}{SIDECAR_SUFFIX} {directory}/; }}; }} && "
+            f"read -r htcannex_sha256 htcannex_name < {shlex.quote(local + SIDECAR_SUFFIX)} && "
             f'[ "$(sha256sum < {path})" = "$htcannex_sha256  -" ]'
         )
         before.append(f"{{ {quick} || {_provider(python, 'retrieve', prefix, url)} || exit 1; }}; ")
