@@ -19,7 +19,7 @@ from typing import Optional
 import htcondor2
 from htcondor2 import JobEventType
 
-from .tracking import job_id_of
+from .tracking import NEVER_WAIT, job_id_of
 
 OK = "ok"
 UNCHECKED = "not checked"
@@ -42,7 +42,7 @@ def executions(log_path: Path) -> Optional[dict[str, Execution]]:
         return None
     jobs: dict[str, Execution] = {}
     with htcondor2.JobEventLog(str(log_path)) as log:
-        for event in log.events(stop_after=0):
+        for event in log.events(stop_after=NEVER_WAIT):
             job = job_id_of(event)
             if event.type == JobEventType.SUBMIT:
                 jobs[job] = Execution()  # a reused id (a new pool spool) starts over

@@ -16,6 +16,13 @@ from htcondor2 import JobEventType
 
 from .holds import Hold, HoldKind
 
+# What `JobEventLog.events(stop_after=...)` gets for a poll that never waits. 0 is documented as that,
+# but htcondor2 25.x makes it a deadline of int(time.time()) and waits for the next event whenever the
+# C library's time(), a coarser clock, still reads the second before: for a few ms after each second
+# begins (~0.5% of polls) a poll blocked up to 1 s (a 1-s chain link, ~1 in 50; docs/benchmarks.md).
+# A deadline a second in the past always polls.
+NEVER_WAIT = -1
+
 
 class JobPhase(enum.Enum):
     IDLE = "idle"
@@ -92,7 +99,7 @@ class EventLogTracker:
         # Taken before reading: what is appended while we read shows up as news.
         self._size_read = self._size()
         changed = set()
-        for event in self._log.events(stop_after=0):
+        for event in self._log.events(stop_after=NEVER_WAIT):
             record = self._apply(event)
             if record is not None:
                 changed.add(record.job_id)

@@ -3,6 +3,10 @@
 The logs are written in HTCondor's user-log text format and parsed by the real
 `htcondor2.JobEventLog`, exactly as the pool or a real schedd would write them.
 """
+import time
+from types import SimpleNamespace
+
+import htcondor2._job_event_log
 import pytest
 
 from event_log_text import aborted, evicted, execute, held, released, submit, terminated
@@ -27,6 +31,18 @@ def log(tmp_path):
 def test_missing_log_is_no_news(tmp_path):
     tracker = EventLogTracker(tmp_path / "jobs.log")
     assert tracker.poll() == set()
+
+
+def test_a_poll_never_waits_for_the_next_event(log, monkeypatch):
+    """Just after a second begins, the C library's time() can still read the second before while
+    time.time() reads the new one; a poll must not then wait for the next event (it waited up to 1 s)."""
+    monkeypatch.setattr(htcondor2._job_event_log, "time", SimpleNamespace(time=lambda: time.time() + 1))
+    log(submit("001.000"))
+    tracker = EventLogTracker(log.path)
+    started = time.monotonic()
+    assert tracker.poll() == {"1.0"}
+    assert tracker.poll() == set()
+    assert time.monotonic() - started < 0.5
 
 
 def test_success_and_annex_of_execute(log):

@@ -22,6 +22,8 @@ from htcondor_codes import SUBMITTED_ON_HOLD_REASON, HoldCode
 from htcondor2 import FileTransferEventType as Transfer
 from htcondor2 import JobEventType as Event
 
+from ..tracking import NEVER_WAIT
+
 # Where each run ended.
 TERMINATED, EVICTED, HELD, ABORTED, SHADOW_EXCEPTION, RUNNING = (
     "terminated", "evicted", "held", "aborted", "shadow exception", "running")
@@ -130,7 +132,7 @@ def read_histories(path: Path, step: Callable[[int], None] = lambda done: None) 
     reader = _Reader()
     log = htcondor2.JobEventLog(str(path))
     try:
-        for number, event in enumerate(log.events(stop_after=0), 1):
+        for number, event in enumerate(log.events(stop_after=NEVER_WAIT), 1):
             reader.apply(event)
             step(number)
     finally:
