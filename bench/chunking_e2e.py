@@ -28,6 +28,7 @@ from pathlib import Path
 
 import htcondor2
 import yaml
+from snakemake_executor_plugin_htcannex.tracking import NEVER_WAIT
 
 from . import snakemake_log
 from .chunking import WORKFLOW, print_ratio, sized_config
@@ -122,7 +123,7 @@ def _job_steps(workdir: Path, origin: Path, jobs: dict, chunks: int, cpu: dict) 
     from protein_lm import checkpoint
 
     events = {}
-    for event in htcondor2.JobEventLog(str(workdir / ".htcannex" / "jobs.log")).events(stop_after=0):
+    for event in htcondor2.JobEventLog(str(workdir / ".htcannex" / "jobs.log")).events(stop_after=NEVER_WAIT):
         events.setdefault(f"{event.cluster}.{event.proc}", {})[event.type] = event.timestamp
     (final,) = origin.rglob(f"distributed-*-chunk-{chunks}.pt")
     state = checkpoint.load(final)

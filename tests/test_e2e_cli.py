@@ -18,6 +18,7 @@ import htcondor2
 import pytest
 
 from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.tracking import NEVER_WAIT
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
@@ -99,7 +100,7 @@ def test_profiles_install_then_chunks_rotate_over_annexes(tmp_path, user_env, em
 
 def _read_event_log(path: Path):
     annex_of_job, released = {}, set()
-    for event in htcondor2.JobEventLog(str(path)).events(stop_after=0):
+    for event in htcondor2.JobEventLog(str(path)).events(stop_after=NEVER_WAIT):
         job_id = f"{event.cluster}.{event.proc}"
         if event.type == htcondor2.JobEventType.EXECUTE:
             annex_of_job[job_id] = event["ExecuteProps"]["AnnexName"]

@@ -8,6 +8,7 @@ from pathlib import Path
 import htcondor2
 import pytest
 import yaml
+from snakemake_executor_plugin_htcannex.tracking import NEVER_WAIT
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOW = REPO / "workflows" / "chunked_training"
@@ -55,4 +56,4 @@ def annexes_by_job(workdir: Path) -> dict:
     """HTCondor job id -> the annex it ran on, None for an ordinary slot (from the run's event log)."""
     log = htcondor2.JobEventLog(str(workdir / ".htcannex" / "jobs.log"))
     return {f"{e.cluster}.{e.proc}": e["ExecuteProps"].get("AnnexName")
-            for e in log.events(stop_after=0) if e.type == htcondor2.JobEventType.EXECUTE}
+            for e in log.events(stop_after=NEVER_WAIT) if e.type == htcondor2.JobEventType.EXECUTE}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import classad2
 import htcondor2
+from snakemake_executor_plugin_htcannex.tracking import NEVER_WAIT
 from waiting import wait_until
 
 FAULTS = Path(__file__).parent / "workflows" / "faults"  # the workflow these tests run
@@ -66,7 +67,7 @@ def kill_snakemake_once_running(workdir, env, pool, rule, target, options):
 def events(workdir: Path) -> list:
     """Every event of the run's one event log, as (type, job id, event)."""
     log = htcondor2.JobEventLog(str(workdir / ".htcannex" / "jobs.log"))
-    return [(event.type, f"{event.cluster}.{event.proc}", event) for event in log.events(stop_after=0)]
+    return [(event.type, f"{event.cluster}.{event.proc}", event) for event in log.events(stop_after=NEVER_WAIT)]
 
 
 def annexes_by_job(workdir: Path) -> dict:
@@ -104,7 +105,7 @@ def running_chunk(schedd, workdir: Path | None = None):
 def driver_events(workdir: Path) -> list:
     """The event types of the driver's own event log (htcannex submit's job)."""
     log = htcondor2.JobEventLog(str(workdir / ".htcannex" / "driver" / "events.log"))
-    return [event.type for event in log.events(stop_after=0)]
+    return [event.type for event in log.events(stop_after=NEVER_WAIT)]
 
 
 def snakemake_log(workdir: Path) -> str:
