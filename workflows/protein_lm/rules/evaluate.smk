@@ -14,6 +14,10 @@ rule evaluate_chunk:
     output:
         "results/eval/{variant}/{run}/chunk-{chunk}.json",
     threads: 1
+    resources:
+        # The chunk's model and torch, as its training job: peaks of 517-585 MB here, over the
+        # profiles' 512 MB default since jobs run without Snakemake's 256 MB on top (job_spec.py).
+        mem_mb=config["pretrain"]["mem_mb"],
     log:
         "results/logs/evaluate/{variant}/{run}/chunk-{chunk}.log",
     script:
