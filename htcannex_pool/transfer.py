@@ -109,7 +109,9 @@ def stage_in(job: classad2.ClassAd, sandbox: Path, origin: Path, checkpoint_dir:
             raise _failure(job, "input", name, str(error)) from None
         if not source.exists():
             raise _failure(job, "input", name, "(errno 2) No such file or directory")
-        if source.is_dir() and name.endswith("/"):
+        if source.is_dir() and name.endswith("/") and not _keeps_relative_path(job, name):
+            # Its contents, where the directory would go; with preserve_relative_paths a relative
+            # path's trailing slash is ignored (htcondor-jdl.rst; seen on a real 25.14.0 pool).
             received += _copy(source, sandbox)
         else:
             received += _copy(source, sandbox / _sandbox_name(job, name))

@@ -179,6 +179,18 @@ def test_an_absolute_input_directory_with_a_trailing_slash_brings_its_empty_dire
     assert (directory / "leaked.txt").read_text() == ""  # nothing of the tree's own path in the sandbox
 
 
+def test_with_preserve_relative_paths_a_relative_directory_s_trailing_slash_is_ignored(backend):
+    directory = backend.submit_dir()
+    (directory / "indir" / "sub").mkdir(parents=True)
+    (directory / "indir" / "sub" / "b.txt").write_text("b\n")
+    executable = script(directory, "job.sh", "cat indir/sub/b.txt > seen.txt\n")
+    job = submit(backend, directory, executable, transfer_input_files="indir/", preserve_relative_paths="true",
+                 transfer_output_files="seen.txt")
+    terminated = wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
+    assert terminated["ReturnValue"] == 0, (directory / "err").read_text()
+    assert (directory / "seen.txt").read_text() == "b\n"
+
+
 def test_a_job_submitted_on_hold_waits_until_released(backend):
     directory = backend.submit_dir()
     job = submit(backend, directory, script(directory, "job.sh", "exit 0\n"), hold="true")
