@@ -181,7 +181,9 @@ class ValueChecker:
                                    f"without a shared filesystem only files under the workdir, or under "
                                    f"{options.initial_dir} with the workflow's sources, travel with the job; move the "
                                    "file there, use osdf:// storage, or enable shared-fs mode") from None
-        # A trailing slash means "the directory's contents" to HTCondor: keep it.
+        # A trailing slash is kept as written: without preserve_relative_paths it means "the directory's
+        # contents"; with it (htcannex sets it outside shared-fs) HTCondor ignores it on a relative path
+        # (htcondor-jdl.rst; docs/pool.md).
         return str(path) + ("/" if text.endswith("/") and path.parts else "")
 
     def expression(self, field: str, value: object) -> str:
