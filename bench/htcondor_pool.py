@@ -152,7 +152,8 @@ def connect(config: str, directory: Path) -> Pool:
                      "start the pool (the realpool: /tmp/realcondor/start.sh) or leave out --htcondor-config") from None
     if len(masters) != 1 or not slots:
         raise NoPool(config, f"its collector knows {len(masters)} condor_master(s) and {len(slots)} slot(s); "
-                     "the benchmark needs one machine's pool with slots", "start the pool and wait for its slots")
+                     "the benchmark needs one machine's pool with slots",
+                     "start the pool and wait until its master and slots are advertised (seconds after a start)")
     if queued:
         raise NoPool(config, f"its queue holds {len(queued)} job(s): their CPU would count as the benchmark's",
                      "wait for them or remove them (condor_rm) first")
