@@ -92,8 +92,9 @@ def add_arguments(parser) -> None:
     group.add_argument("--overhead-jobs", type=int, default=1000, metavar="N",
                        help="no-op jobs in the sweep (default 1000; e.g. 100 for a quick run)")
     group.add_argument("--overhead-parallel", type=int, metavar="P",
-                       help="--cores of the local run = --jobs and pool slots of the htcannex run (default 4, "
-                            "the local profile's jobs; with --htcondor-config the real pool's CPUs)")
+                       help="how many jobs run at a time: --cores of the local run = the pool's slots of the htcannex "
+                            "runs, and --jobs of their '--jobs P' variants (default 4; with --htcondor-config the real "
+                            "pool's CPUs)")
     group.add_argument("--overhead-chain", type=int, default=30, metavar="L",
                        help="jobs in the chain whose links give the latency (default 30)")
     group.add_argument("--overhead-kinds", nargs="+", choices=sorted(RULE_BODY), default=list(RULE_BODY),
