@@ -338,15 +338,17 @@ class Scheduler:
             _record_usage(self.jobs[key], running)
         return self._release_slot(running)
 
+    def _slot_named(self, name: str) -> Slot | None:
+        return next((slot for slot in self._slots() if slot.name == name), None)
+
     def _release_slot(self, running: starter.RunningJob) -> Slot | None:
         self.sandbox_removal.remove(running.sandbox)
         self.negotiate_needed = True
-        for slot in self._slots():
-            if slot.name == running.slot_name:
-                slot.job = None
-                slot.ad.update({"State": "Unclaimed", "Activity": "Idle"})
-                return slot
-        return None
+        slot = self._slot_named(running.slot_name)
+        if slot is not None:
+            slot.job = None
+            slot.ad.update({"State": "Unclaimed", "Activity": "Idle"})
+        return slot
 
     def _become_idle_after_eviction(self, ad: classad2.ClassAd, run_bytes: tuple[float, float] = (0, 0)):
         for attribute in ("RemoteHost", "PoolProcessId", "PoolProcessCreateTime"):
@@ -571,10 +573,7 @@ class Scheduler:
             return
         _record_usage(ad, running)
         if "CheckpointExitCode" in ad and returncode == ad["CheckpointExitCode"]:
-            # Self-checkpointing job: keep its checkpoint and start it again on the same slot.
-            del self.running[key]
-            transfer.save_checkpoint(ad, running.sandbox, self._checkpoint_dir(key))
-            self._start(ad, self._release_slot(running))
+            self._restart_in_place(ad, running)
             return
         if ad["ShouldTransferFiles"] == "YES":
             # Still running on its slot until its outputs are back (output_transfer.py).
@@ -584,6 +583,36 @@ class Scheduler:
             return
         del self.running[key]
         self._ended(ad, running, 0)
+
+    def _restart_in_place(self, ad: classad2.ClassAd, running: starter.RunningJob):
+        """A self-checkpointing job exited with its checkpoint code: its checkpoint files go to the
+        spool, then the starter runs the executable again in the same sandbox on the same slot with
+        the same arguments (self-checkpointing-applications.rst; vanilla_proc.cpp
+        restartCheckpointedJob: UploadCheckpointFiles, then StartJob). The shadow logs the upload as
+        an output transfer; there is no new match, input transfer or execute event, and the start
+        counts stay (a real 25.14.0 pool: one execute event, NumJobStarts 1, the job's files kept).
+        The spooled files come back only to a fresh sandbox, after an eviction (_start)."""
+        key = running.key
+        logged = ad["ShouldTransferFiles"] == "YES"  # without file transfer the starter uploads nothing
+        if logged:
+            UserLog(ad).transfer("output", finished=False)
+        transfer.save_checkpoint(ad, running.sandbox, self._checkpoint_dir(key))
+        if logged:
+            UserLog(ad).transfer("output", finished=True)
+        slot = self._slot_named(running.slot_name)
+        try:
+            # Expanded from the MATCH_* values the start kept, as the first run's ad was.
+            restarted = starter.launch(dollardollar.expand(ad, None), slot.ad, running.sandbox,
+                                       running.inputs_before, self.exit_watch.watch)
+        except OSError as error:  # the job removed or broke its own executable (the hold frees the slot)
+            self._hold_failed_start(ad, running.sandbox, slot.name, error)
+            return
+        # One run, as the shadow sees it: its input bytes and the memory it has reported go on.
+        restarted.bytes_received = running.bytes_received
+        restarted.peak_rss_kib, restarted.reported_rss_kib = running.peak_rss_kib, running.reported_rss_kib
+        self.running[key] = restarted
+        ad.update({"PoolProcessId": restarted.process.pid, "PoolProcessCreateTime": restarted.create_time})
+        self.store.save(ad)
 
     @staticmethod
     def _succeeded(ad: classad2.ClassAd, returncode: int) -> bool:

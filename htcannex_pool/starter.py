@@ -167,8 +167,11 @@ def launch(job: classad2.ClassAd, slot: classad2.ClassAd, sandbox: Path,
     # The child has its own copies of the descriptors; ours close when Popen returns.
     with contextlib.ExitStack() as streams:
         if transfers:
-            stdout = stream(sandbox / transfer.STDOUT, "wb", transfer.STDOUT)
-            stderr = stream(sandbox / transfer.STDERR, "wb", transfer.STDERR)
+            # A self-checkpointing job's restart in its sandbox appends to what its runs wrote
+            # (vanilla_proc.cpp outputOpenFlags: O_APPEND without O_TRUNC for WantFTOnCheckpoint).
+            mode = "ab" if "CheckpointExitCode" in job else "wb"
+            stdout = stream(sandbox / transfer.STDOUT, mode, transfer.STDOUT)
+            stderr = stream(sandbox / transfer.STDERR, mode, transfer.STDERR)
         else:
             stdout = stream(iwd / job["Out"], "ab", job["Out"])
             stderr = stream(iwd / job["Err"], "ab", job["Err"])

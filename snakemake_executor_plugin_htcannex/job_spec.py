@@ -183,7 +183,9 @@ def with_memory(resources: dict, mem_mb: int) -> dict:
 
 def with_checkpoint_exit(command: str) -> str:
     """`command`, then exit with the code in the marker file if the job's script left one (the
-    marker is removed, so the restarted job starts clean), else with the command's own status."""
+    marker is removed), else with the command's own status. HTCondor restarts a self-checkpointing
+    job in the same sandbox, and a rule's shell command run without Snakemake ends the shell with
+    its own `exit 85` before the removal: the marker is removed before the command too."""
     marker = CHECKPOINT_EXIT_MARKER
-    return (f"export {CHECKPOINT_EXIT_MARKER_VARIABLE}={marker}; {command}; status=$?; if [ -f {marker} ]; then code=$(cat {marker}); rm -f {marker}; "
-            f"exit $code; fi; exit $status")
+    return (f"export {CHECKPOINT_EXIT_MARKER_VARIABLE}={marker}; rm -f {marker}; {command}; status=$?; "
+            f"if [ -f {marker} ]; then code=$(cat {marker}); rm -f {marker}; exit $code; fi; exit $status")

@@ -7,10 +7,10 @@ module only follows each job from event to event.
 A *run* is one stay on an execute slot: it begins with the input transfer (or the
 execute event when nothing is transferred) and ends with the job's termination,
 an eviction, a hold, a shadow exception or its removal. A self-checkpointing job
-that exits with its checkpoint code is restarted in the same run: HTCondor writes
-the checkpoint's output transfer and no new execute event; the embedded pool
-writes a new execute event without an ending in between. Both count as a
-checkpoint of the run.
+that exits with its checkpoint code is restarted in the same run: HTCondor (and the
+embedded pool) writes the checkpoint's output transfer and no new execute event. An
+output transfer the job went on after (another one followed, or the run ended
+without the job's exit) counts as a checkpoint of the run.
 """
 import re
 from dataclasses import dataclass, field
@@ -227,10 +227,6 @@ def _close(intervals: list, at: float) -> None:
 
 
 def _on_execute(history: JobHistory, event) -> None:
-    run = history.open_run
-    if run is not None and run.executing_at is not None:
-        # The embedded pool restarts a self-checkpointing job with a new execute event.
-        run.checkpoints.append(event.timestamp)
     run = _begin_run(history, event)
     if run.executing_at is None:
         run.executing_at = event.timestamp
@@ -243,9 +239,13 @@ def _on_execute(history: JobHistory, event) -> None:
         run.annex = props.get("AnnexName")
 
 
-def _end_run(history: JobHistory, event, ending: str) -> None:
+def _end_run(history: JobHistory, event, ending: str, job_exited: bool = False) -> None:
+    """`job_exited`: the run ends with the job's exit, after which its outputs were transferred;
+    otherwise a finished output transfer in the run carried a self-checkpoint."""
     run = history.open_run
     if run is not None:
+        if not job_exited:
+            _checkpoint_if_transferred_before(run)
         run.ended_at = event.timestamp
         run.ending = ending
 
@@ -265,8 +265,17 @@ def _on_image_size(history: JobHistory, event) -> None:
         history.peak_memory_mb = max(memory, history.peak_memory_mb or 0)
 
 
+def _after_the_job_exited(event) -> bool:
+    """An eviction or hold that follows the job's exit and its output transfer: "terminated and was
+    requeued" (max_retries, on_exit_remove), or its outputs did not come back (code 12; a real
+    25.14.0 pool writes an evicted event with ReasonCode 12, then the held event). An on_exit_hold's
+    code 3 cannot be told from a periodic_hold's: its output transfer counts as a checkpoint."""
+    return (bool(event.get("TerminatedAndRequeued"))
+            or HoldCode.TransferOutputError in (event.get("ReasonCode"), event.get("HoldReasonCode")))
+
+
 def _on_evicted(history: JobHistory, event) -> None:
-    _end_run(history, event, EVICTED)
+    _end_run(history, event, EVICTED, job_exited=_after_the_job_exited(event))
     _become_idle(history, event)
 
 
@@ -276,7 +285,7 @@ def _on_shadow_exception(history: JobHistory, event) -> None:
 
 
 def _on_held(history: JobHistory, event) -> None:
-    _end_run(history, event, HELD)
+    _end_run(history, event, HELD, job_exited=_after_the_job_exited(event))
     history.holds.append(Hold(event.timestamp, event.get("HoldReasonCode"), event.get("HoldReasonSubCode"),
                               event.get("HoldReason") or ""))
     _stop_idling(history, event)
@@ -302,7 +311,7 @@ def _on_aborted(history: JobHistory, event) -> None:
 
 
 def _on_terminated(history: JobHistory, event) -> None:
-    _end_run(history, event, TERMINATED)
+    _end_run(history, event, TERMINATED, job_exited=True)
     history.finished_at = event.timestamp
     _stop_idling(history, event)
     if event.get("TerminatedNormally"):

@@ -317,6 +317,39 @@ def test_a_self_checkpointing_job_resumes_from_its_checkpoint_files(backend):
     assert (directory / "steps.txt").read_text() == "step 1\nstep 2\nstep 3\n"
 
 
+def test_a_self_checkpointing_job_restarts_in_its_own_sandbox_with_one_execute_event(backend):
+    # The marker is no checkpoint file: only a restart in the same sandbox can find it.
+    directory = backend.submit_dir()
+    executable = script(directory, "job.sh", """\
+        pwd >> sandboxes.txt
+        echo "run with $*"
+        if [ -e step.txt ]; then
+            if [ -e marker ]; then echo found > marker_seen.txt; else echo missing > marker_seen.txt; fi
+            exit 0
+        fi
+        echo 1 > step.txt
+        touch marker
+        exit 85
+        """)
+    job = submit(backend, directory, executable, arguments="a b", checkpoint_exit_code="85",
+                 transfer_checkpoint_files="step.txt,sandboxes.txt",
+                 transfer_output_files="sandboxes.txt,marker_seen.txt")
+    assert wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)["ReturnValue"] == 0
+    assert (directory / "marker_seen.txt").read_text() == "found\n"
+    first, second = (directory / "sandboxes.txt").read_text().splitlines()
+    assert first == second
+    # Same arguments; the restart appends to the job's stdout.
+    assert (directory / "out").read_text() == "run with a b\nrun with a b\n"
+    logged = events(directory, job)
+    assert [event.type for event in logged].count(JobEventType.EXECUTE) == 1
+    transfers = [event["Type"] for event in logged if event.type == JobEventType.FILE_TRANSFER]
+    Transfer = htcondor2.FileTransferEventType
+    # The checkpoint's upload is an output transfer; the restart transfers no inputs.
+    assert transfers == [Transfer.IN_STARTED, Transfer.IN_FINISHED, Transfer.OUT_STARTED, Transfer.OUT_FINISHED,
+                         Transfer.OUT_STARTED, Transfer.OUT_FINISHED]
+    assert in_history(backend, job, ["NumJobStarts"])["NumJobStarts"] == 1
+
+
 def test_an_evicted_job_goes_back_to_idle_and_runs_again(backend):
     directory = backend.submit_dir()
     job = submit(backend, directory, script(directory, "job.sh", "sleep 300\n"))

@@ -47,6 +47,15 @@ def test_lifecycle_figures_match_the_arranged_times(tmp_path, capsys):
     assert "suggest request_memory = 1280MB (Snakemake: mem_mb=1280)" in summary
 
 
+@pytest.mark.parametrize("log, checkpoints", [
+    ("checkpoint_in_place_25.14.log", 1),  # exit 85, restarted in its sandbox, then exit 0
+    ("missing_output_25.14.log", 0),  # output transfer, then evicted and held with code 12
+])
+def test_an_output_transfer_counts_as_a_checkpoint_only_where_the_job_went_on(tmp_path, log, checkpoints):
+    job, = report_json(tmp_path, LOGS / log)["jobs"]
+    assert (job["runs"], job["checkpoints"]) == (1, checkpoints)
+
+
 def test_dagman_nodes_log_groups_by_node_and_flags_low_memory(tmp_path):
     document = report_json(tmp_path, LOGS / "dagman_nodes.log", "--threshold", "0.5", "--headroom", "0.25")
     assert [job["dag_node"] for job in document["jobs"]] == ["train_run1_chunk0", "train_run1_chunk1", "eval_run1"]
