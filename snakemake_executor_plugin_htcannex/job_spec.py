@@ -185,7 +185,8 @@ def with_checkpoint_exit(command: str) -> str:
     """`command`, then exit with the code in the marker file if the job's script left one (the
     marker is removed), else with the command's own status. HTCondor restarts a self-checkpointing
     job in the same sandbox, and a rule's shell command run without Snakemake ends the shell with
-    its own `exit 85` before the removal: the marker is removed before the command too."""
+    its own `exit 85` before the removal: a marker left there is removed before the command too (`rm`, a
+    process, only when there is one)."""
     marker = CHECKPOINT_EXIT_MARKER
-    return (f"export {CHECKPOINT_EXIT_MARKER_VARIABLE}={marker}; rm -f {marker}; {command}; status=$?; "
+    return (f"export {CHECKPOINT_EXIT_MARKER_VARIABLE}={marker}; [ ! -f {marker} ] || rm -f {marker}; {command}; status=$?; "
             f"if [ -f {marker} ]; then code=$(cat {marker}); rm -f {marker}; exit $code; fi; exit $status")
