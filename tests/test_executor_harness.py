@@ -33,6 +33,10 @@ class TestSnakemakeHarness(TestWorkflowsLocalStorageBase):
 
     def get_resource_settings(self) -> ResourceSettings:
         # What `snakemake --executor htcannex` uses when --default-resources is not
-        # given: mem_mb and disk_mb of at least 1000 (a spawned Snakemake needs
-        # more than the pool's 128 MB default request_memory).
-        return ResourceSettings(default_resources=Resources.default("full"))
+        # given (Snakemake's "full" defaults: mem_mb of at least 1000, as a spawned
+        # Snakemake needs more than the pool's 128 MB default request_memory), except
+        # disk: "full" asks 50,000 MB for a job without input, and the pool's slot
+        # advertises the machine's free disk, as a startd does, so on a machine with
+        # less free such a job would wait for a slot that never comes.
+        return ResourceSettings(default_resources=Resources.parse(
+            ["disk_mb=1000"], allow_expressions=True, defaults="full"))
