@@ -8,6 +8,9 @@ or idle for longer than the idle timeout (annex: idle_timeout, --htcannex-idle-t
 - Idle (`idle`): looked at once per idle timeout; an annex job whose annex is gone, or has no slot
   that can run it, is moved; any other job no slot can run is reported (diagnose.never_matches). A job
   behind busy slots that can run it waits. The collector is asked once per status poll (`new_poll`).
+  A job for any slot also gets a first look a negotiation cycle after it was first seen idle: one no
+  slot can run is said then (a warning, once per rule and request), not only at the idle timeout
+  (30 min by default).
 - Held, with no event log (`held_without_event_log`): asked of the schedd instead, once per poll.
 
 Each returns what the executor's status check needs: whether the job is still active (False once
@@ -70,15 +73,19 @@ class HeldAndIdle:
         # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold
         self._memory_floor: dict[str, int] = {}
         self._warned_no_event_log = False
+        self._warned_unmatchable: set[tuple] = set()  # (rule, report) said at a first look
         self._active: list[SubmittedJobInfo] = []  # the jobs of this status poll
-        self._held_ads: Optional[dict] = None  # their held ones, asked of the schedd once per poll (no event log)
+        # Their ads, asked of the schedd once per poll where needed: the idle ones (looked at) and the
+        # held ones (no event log). Jobs queued together come due together: one query, not one per job.
+        self._idle_ads: Optional[dict] = None
+        self._held_ads: Optional[dict] = None
 
     def new_poll(self, active_jobs: list[SubmittedJobInfo]) -> None:
         """A new status poll of `active_jobs`: the jobs looked at from now on get the collector's and the
         schedd's new answers."""
         if self._collector is not None:
             self._collector.new_poll()
-        self._active, self._held_ads = active_jobs, None
+        self._active, self._idle_ads, self._held_ads = active_jobs, None, None
 
     def memory_floor(self, spec: JobSpec) -> Optional[int]:
         """The memory (MB) this job asks for at least, when an earlier attempt was held for memory."""
@@ -106,17 +113,21 @@ class HeldAndIdle:
         """Idle: released, or evicted when its annex expired. A job idle too long is looked at (once
         per idle timeout): an annex job whose annex is gone, or has no slot that can run it, waits for
         nothing and is moved; any other job that no slot can run is reported (diagnose.never_matches)."""
-        runtime, job = self._runtime, tracked(job_info)
-        if not job.due_a_look(runtime.idle_timeout_s, time.time()):
-            return True
-        ads = runtime.connection.schedd.query(job_constraint(job_info.external_jobid), projection=[])
-        if not ads:
-            return True
+        runtime, job, now = self._runtime, tracked(job_info), time.time()
         site = job.site
-        if site is not None and site.kind == "annex":
-            stuck = recovery.stuck_on_annex(self._collector, ads[0], site.annex_name)
-            return self._move_or_fail(job_info, stuck, ads[0]) if stuck else True
-        return self._unless_unmatchable(job_info, ads[0])
+        on_annex = site is not None and site.kind == "annex"
+        first_look_s = runtime.connection.negotiation_interval_s
+        if not on_annex and job.due_a_first_look(first_look_s, runtime.idle_timeout_s, now):
+            self._warn_if_unmatchable(job_info, first_look_s)
+        if not job.due_a_look(runtime.idle_timeout_s, now):
+            return True
+        ad = self._idle_ad(job_info)
+        if ad is None:  # it has started or left the queue meanwhile
+            return True
+        if on_annex:
+            stuck = recovery.stuck_on_annex(self._collector, ad, site.annex_name)
+            return self._move_or_fail(job_info, stuck, ad) if stuck else True
+        return self._unless_unmatchable(job_info, ad)
 
     def waiting_for_annex(self, job_info: SubmittedJobInfo) -> bool:
         """A job held until its annex is up: released when it is, moved when it did not come up in time."""
@@ -149,17 +160,50 @@ class HeldAndIdle:
                                  "job's owner, who cannot write there (see docs/real-access-point.md); "
                                  "asking the schedd about each job instead")
         if self._held_ads is None:
-            # One query for all of this poll's jobs: without the log, a queue of them asks alike.
-            clusters = ", ".join(sorted({job.external_jobid.split(".")[0] for job in self._active}, key=int))
-            ads = self._runtime.connection.schedd.query(
-                f"JobStatus == {JobStatus.HELD:d} && member(ClusterId, {{{clusters}}})",
-                projection=["ClusterId", "ProcId", "HoldReason", "HoldReasonCode", "HoldReasonSubCode"])
-            self._held_ads = {job_id(ad): ad for ad in ads}
+            self._held_ads = self._poll_ads(JobStatus.HELD, ["ClusterId", "ProcId", "HoldReason", "HoldReasonCode",
+                                                             "HoldReasonSubCode"])
         ad = self._held_ads.get(job_info.external_jobid)
         if ad is None:
             return None
         return JobRecord(job_info.external_jobid, phase=JobPhase.HELD, hold_reason=ad.get("HoldReason"),
                          hold_code=ad.get("HoldReasonCode"), hold_subcode=ad.get("HoldReasonSubCode"))
+
+    def _idle_ad(self, job_info: SubmittedJobInfo):
+        """The job's ad if it is idle, from one query per poll for all of the poll's idle jobs."""
+        if self._idle_ads is None:
+            self._idle_ads = self._poll_ads(JobStatus.IDLE, [])  # every attribute: matching reads them all
+        return self._idle_ads.get(job_info.external_jobid)
+
+    def _poll_ads(self, status: JobStatus, projection: list[str]) -> dict:
+        """The ads of this poll's jobs that are in `status`, by job id: one schedd query."""
+        clusters = ", ".join(sorted({job.external_jobid.split(".")[0] for job in self._active}, key=int))
+        ads = self._runtime.connection.schedd.query(f"JobStatus == {status:d} && member(ClusterId, {{{clusters}}})",
+                                                    projection=projection)
+        return {job_id(ad): ad for ad in ads}
+
+    def _warn_if_unmatchable(self, job_info: SubmittedJobInfo, idle_s: float) -> None:
+        """Say early that no slot can run this job, once per rule and request: it is failed (or kept, with
+        --htcannex-unmatchable wait) only at the idle timeout, in case such a slot appears."""
+        ad = self._idle_ad(job_info)
+        report = never_matches(ad, self._runtime.config, self._collector) if ad is not None else None
+        rule = tracked(job_info).spec.rule
+        if report is None or (rule, tuple(report)) in self._warned_unmatchable:
+            return
+        self._warned_unmatchable.add((rule, tuple(report)))
+        outcome = ("stays queued (htcannex-unmatchable: wait)" if self._unmatchable == "wait"
+                   else "is removed and fails")
+        self._logger.warning(
+            self._unmatchable_report(job_info, idle_s, report)
+            + f"Unless a slot that can run it appears, it {outcome} once it has been idle for "
+              f"{self._runtime.idle_timeout_s:g} s (the idle timeout); jobs of rule {rule} that ask for the "
+              "same are not reported again before then. Change what the rule asks for (the FAILS lines), "
+              "or press Ctrl-C.")
+
+    def _unmatchable_report(self, job_info: SubmittedJobInfo, idle_s: float, report: list[str]) -> str:
+        job_id = job_info.external_jobid
+        return (f"HTCondor job {job_id} (rule {tracked(job_info).spec.rule}) has been idle for {idle_s:g} s, and "
+                f"no slot can run it, neither one in the collector nor a site of {self._runtime.config.path}; as "
+                f"`htcannex why {job_id}` explains:\n" + secrets.redact("\n".join(report)) + "\n")
 
     def _unless_unmatchable(self, job_info: SubmittedJobInfo, job_ad) -> bool:
         """Report a job no slot can run, live or in the catalogue, with `htcannex why`'s explanation;
@@ -168,10 +212,8 @@ class HeldAndIdle:
         report = never_matches(job_ad, runtime.config, self._collector)
         if report is None:
             return True
-        job_id, timeout = job_info.external_jobid, runtime.idle_timeout_s
-        what = (f"HTCondor job {job_id} (rule {tracked(job_info).spec.rule}) has been idle for {timeout:g} s, and "
-                f"no slot can run it, neither one in the collector nor a site of {runtime.config.path}; as "
-                f"`htcannex why {job_id}` explains:\n" + secrets.redact("\n".join(report)) + "\n")
+        job_id = job_info.external_jobid
+        what = self._unmatchable_report(job_info, runtime.idle_timeout_s, report)
         if self._unmatchable == "wait":
             self._logger.warning(what + "It stays queued (htcannex-unmatchable: wait) until a slot that can run it "
                                         "appears; change what it asks for, or add such slots.")
@@ -212,7 +254,7 @@ class HeldAndIdle:
         self._logger.warning(f"HTCondor job {job_info.external_jobid} waited over {runtime.idle_timeout_s:g} s: "
                              f"{why} Moved it to site {site.name} (annex {site.annex_name}); it keeps its "
                              f"self-checkpoint. {status.message}")
-        job.site, job.waiting_since, job.idle_since = site, time.time(), None
+        job.site, job.waiting_since, job.idle_since, job.first_looked = site, time.time(), None, False
         return True
 
     def _fail_waiting(self, job_info: SubmittedJobInfo, why: str) -> bool:

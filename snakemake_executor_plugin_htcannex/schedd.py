@@ -21,6 +21,11 @@ from .annex import AnnexBackend, EmbeddedBackend, HtcondorCliBackend
 # embedded pool, and the one that selects the local access point's own schedd.
 EMBEDDED = "local"
 DEFAULT = "default"
+# How long a queued job waits at most for a negotiator's cycle: HTCondor's NEGOTIATOR_INTERVAL, 60 s by
+# default (the central manager's setting, which an access point's configuration usually leaves at the
+# default). The embedded pool matches in the daemon's cycle after each change (htcannex_pool/daemon.py).
+NEGOTIATOR_INTERVAL_DEFAULT_S = 60.0
+EMBEDDED_NEGOTIATION_S = 1.0
 
 
 class Schedd(Protocol):
@@ -55,6 +60,14 @@ class Connection:
     collector: Collector
     annex_backend: AnnexBackend
     embedded: bool = False
+    negotiation_interval_s: float = NEGOTIATOR_INTERVAL_DEFAULT_S  # a queued job is matched within this
+
+
+def _negotiator_interval_s() -> float:
+    try:
+        return float(htcondor2.param.get("NEGOTIATOR_INTERVAL", NEGOTIATOR_INTERVAL_DEFAULT_S))
+    except ValueError:  # an expression, not a number: the default
+        return NEGOTIATOR_INTERVAL_DEFAULT_S
 
 
 class ScheddNotFound(RuntimeError):
@@ -91,8 +104,10 @@ def connect(target: str, pool_dir: Optional[Path] = None, config_path: Optional[
         return _connect_embedded(pool_dir, config_path, create_pool)
     collector = htcondor2.Collector()
     if target == DEFAULT:
-        return Connection(_local_schedd(), collector, HtcondorCliBackend())
-    return Connection(_locate_schedd(collector, target), collector, HtcondorCliBackend())
+        return Connection(_local_schedd(), collector, HtcondorCliBackend(),
+                          negotiation_interval_s=_negotiator_interval_s())
+    return Connection(_locate_schedd(collector, target), collector, HtcondorCliBackend(),
+                      negotiation_interval_s=_negotiator_interval_s())
 
 
 def _local_schedd():
@@ -123,7 +138,8 @@ def _connect_embedded(pool_dir: Optional[Path], config_path: Optional[Path], cre
         pool.ensure_running()
     except PoolError as error:  # its message says what is wrong and what to do
         raise ScheddNotFound(f"the embedded pool does not answer: {error}") from error
-    return Connection(pool.schedd(), pool.collector(), EmbeddedBackend(pool, config_path), embedded=True)
+    return Connection(pool.schedd(), pool.collector(), EmbeddedBackend(pool, config_path), embedded=True,
+                      negotiation_interval_s=EMBEDDED_NEGOTIATION_S)
 
 
 def _locate_schedd(collector, name: str):

@@ -2,6 +2,7 @@
 all of them, not once per job: a queue submitted together comes due together. Idle jobs are looked at
 once per idle timeout, against one collector answer (on a large pool it holds every slot); held jobs
 without an event log are asked of the schedd in one query."""
+import re
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,44 +29,55 @@ class BusySlots:
 
 
 class Queue:
-    """Every job asked for is idle, or held when `held`; counts the queries."""
+    """Job 1.0 is held when `held`, every other job asked for is idle; keeps the queries."""
 
-    def __init__(self, held=False):
-        self.held, self.constraints = held, []
+    def __init__(self, held=False, memory_mb=512):
+        self.held, self.memory_mb, self.constraints = held, memory_mb, []
 
     def query(self, constraint, projection):
         self.constraints.append(constraint)
-        ad = classad2.ClassAd({"ClusterId": 1, "ProcId": 0, "Owner": "me", "RequestCpus": 1, "RequestMemory": 512,
-                               "JobStatus": 5 if self.held else 1, "HoldReason": "Transfer output files failure",
-                               "HoldReasonCode": 12, "HoldReasonSubCode": 13})
-        ad["Requirements"] = classad2.ExprTree("TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemory")
-        return [ad]
+        clusters = [int(cluster) for cluster in re.search(r"member\(ClusterId, \{(.*)\}\)", constraint)[1].split(",")]
+        status = int(re.match(r"JobStatus == (\d)", constraint)[1])
+        ads = []
+        for cluster in clusters:
+            ad = classad2.ClassAd({"ClusterId": cluster, "ProcId": 0, "Owner": "me", "RequestCpus": 1,
+                                   "RequestMemory": self.memory_mb, "JobStatus": 5 if self.held and cluster == 1 else 1,
+                                   "HoldReason": "Transfer output files failure", "HoldReasonCode": 12,
+                                   "HoldReasonSubCode": 13})
+            ad["Requirements"] = classad2.ExprTree("TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemory")
+            if ad["JobStatus"] == status:
+                ads.append(ad)
+        return ads
 
 
-def held_and_idle(schedd, collector, tracker=None):
-    runtime = SimpleNamespace(connection=SimpleNamespace(schedd=schedd, collector=collector), idle_timeout_s=0,
-                              config=load_catalogue(FAULTS_CATALOGUE), tracker=tracker)
+def held_and_idle(schedd, collector, tracker=None, idle_timeout_s=0, negotiation_interval_s=60, warnings=None):
+    runtime = SimpleNamespace(connection=SimpleNamespace(schedd=schedd, collector=collector,
+                                                         negotiation_interval_s=negotiation_interval_s),
+                              idle_timeout_s=idle_timeout_s, config=load_catalogue(FAULTS_CATALOGUE), tracker=tracker)
     failed = []
-    return HeldAndIdle(runtime, logger=SimpleNamespace(warning=print), unmatchable="fail",
+    logger = SimpleNamespace(warning=print if warnings is None else warnings.append)
+    return HeldAndIdle(runtime, logger=logger, unmatchable="fail",
                        fail=lambda *a, **k: failed.append(a), placement_request=None), failed
 
 
 def queued_jobs(n: int, waiting_since: float | None = None) -> list[SubmittedJobInfo]:
     jobs = [SubmittedJobInfo(SimpleNamespace(name="any", jobid=i), external_jobid=f"{i + 1}.0",
-                             aux={"htcannex": TrackedJob(None, None, False, None, None)}) for i in range(n)]
+                             aux={"htcannex": TrackedJob(SimpleNamespace(rule="any"), None, False, None, None)})
+            for i in range(n)]
     for job in jobs:
         job.aux["htcannex"].waiting_since = waiting_since or time.time()
     return jobs
 
 
-def test_idle_jobs_looked_at_in_one_poll_share_one_collector_answer():
-    collector = BusySlots()
-    waiting, failed = held_and_idle(Queue(), collector)
+def test_idle_jobs_looked_at_in_one_poll_share_one_collector_answer_and_one_schedd_query():
+    collector, schedd = BusySlots(), Queue()
+    waiting, failed = held_and_idle(schedd, collector)
     jobs = queued_jobs(5)
     for poll in range(3):  # the first poll sees them idle; with a timeout of 0 every later one looks
         waiting.new_poll(jobs)
         assert all(waiting.idle(job) for job in jobs)  # a busy slot that can run them: they wait
     assert collector.queries == 2 and failed == []
+    assert schedd.constraints == ["JobStatus == 1 && member(ClusterId, {1, 2, 3, 4, 5})"] * 2
 
 
 def test_held_jobs_without_an_event_log_are_asked_of_the_schedd_in_one_query_per_poll(tmp_path):
@@ -78,3 +90,20 @@ def test_held_jobs_without_an_event_log_are_asked_of_the_schedd_in_one_query_per
         assert [record.job_id for record in records if record is not None] == ["1.0"]  # the one held job there
         assert records[0].hold_code == 12 and records[0].hold_subcode == 13
     assert schedd.constraints == ["JobStatus == 5 && member(ClusterId, {1, 2, 3, 4, 5})"] * 2
+
+
+def test_jobs_no_slot_can_run_are_said_at_their_first_look_once_per_rule_and_request():
+    """A negotiation cycle after they were first seen idle, jobs that no slot can run are said (not failed: that
+    waits for the idle timeout), once for the five that ask alike, from one schedd query."""
+    warnings, schedd = [], Queue(memory_mb=10_000_000)
+    waiting, failed = held_and_idle(schedd, BusySlots(), idle_timeout_s=1800, negotiation_interval_s=0,
+                                    warnings=warnings)
+    jobs = queued_jobs(5)
+    for poll in range(3):  # the first poll sees them idle; the second gives each its first look; the third none
+        waiting.new_poll(jobs)
+        assert all(waiting.idle(job) for job in jobs)
+    assert failed == [] and len(warnings) == 1, warnings
+    assert "HTCondor job 1.0 (rule any) has been idle for 0 s, and no slot can run it" in warnings[0]
+    assert "FAILS (job Requirements) TARGET.Memory >= RequestMemory" in warnings[0]
+    assert "it is removed and fails once it has been idle for 1800 s (the idle timeout)" in warnings[0]
+    assert len(schedd.constraints) == 1

@@ -1,11 +1,12 @@
 """No silent, uninterruptible hang (issue 13 item 3): a pool daemon killed under a running job is
-noticed and said and the run still finishes; a job no slot can ever run is reported within the idle
-timeout with `htcannex why`'s explanation, and fails, or waits until Ctrl-C ends the run, while a job
-only waiting behind the run's own jobs waits."""
+noticed and said and the run still finishes; a job no slot can ever run is said a negotiation cycle after
+it was queued and reported again at the idle timeout with `htcannex why`'s explanation, and fails, or waits
+until Ctrl-C ends the run, while a job only waiting behind the run's own jobs waits."""
 import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -59,6 +60,32 @@ def test_a_job_no_slot_can_run_fails_within_the_idle_timeout_with_the_explanatio
     assert "FAILS (job Requirements) TARGET.Cpus >= RequestCpus" in result.stderr
     assert "FAILS (job Requirements) TARGET.GPUs >= RequestGPUs" in result.stderr
     assert "lower mem_mb" in result.stderr and "The job was removed" in result.stderr
+
+def test_a_job_no_slot_can_run_is_said_a_negotiation_cycle_after_it_was_queued(tmp_path, user_env, embedded_pool):
+    """With the default idle timeout such a job would be failed only after 30 minutes of silence: it is said
+    once the negotiator has had a cycle to match it (the embedded pool's: 1 s), and stays queued until the
+    idle timeout, in case a slot that can run it appears."""
+    work = workflow(tmp_path, TOO_BIG)
+    started = time.time()
+    snakemake = start_snakemake(work, user_env, "big.txt", extra=["--htcannex-idle-timeout", "30m"])
+    deadline = threading.Timer(90, snakemake.kill)  # a warning that never comes fails the test, not the suite
+    deadline.start()
+    try:
+        said = read_until(snakemake, "Change what the rule asks for (the FAILS lines), or press Ctrl-C.")
+        said_after = time.time() - started
+        queued = embedded_pool.schedd().query("JobStatus == 1", ["ClusterId"])
+        snakemake.send_signal(signal.SIGINT)
+        rest, _ = snakemake.communicate(timeout=60)
+    finally:
+        deadline.cancel()
+        snakemake.kill()
+    assert "has been idle for 1 s, and no slot can run it" in said, said[-3000:]
+    assert said_after < 60
+    assert "FAILS (job Requirements) TARGET.Memory >= RequestMemory" in said
+    assert "it is removed and fails once it has been idle for 1800 s (the idle timeout)" in said
+    assert queued  # not failed at the first look
+    assert "Terminating processes on user request" in rest and "Traceback" not in said + rest
+
 
 # More jobs than slots, all queued at once: three on the pool's one ordinary slot, and two chunks that the
 # rotation (round-robin over a, b, c) puts on annex a, which has one slot. Each waits behind the run's own jobs
