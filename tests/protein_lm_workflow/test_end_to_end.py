@@ -109,7 +109,8 @@ def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
     chunked_training's from outside the workdir).
     train_chunk hops between annexes, train_baseline stays on one, chunks self-checkpoint
     (exit 85) and resume, the twins still end bitwise equal, and the profile hands every
-    checkpoint through the pool's OSDF origin as URL transfers, never through the working directory."""
+    checkpoint through the pool's OSDF origin as URL transfers, never through the working directory.
+    Then, as rules/efficiency.smk says to, the run's efficiency report and its figures in `snakemake --report`."""
     workdir = tmp_path / "protein_lm"
     ignore = shutil.ignore_patterns("__pycache__", "results", "logs", ".snakemake")
     shutil.copytree(WORKFLOW, workdir, ignore=ignore)
@@ -169,6 +170,27 @@ def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
     for state in final_states(training_set, "baseline"):
         assert {epoch["site"] for epoch in state["history"]} == {"htcannex-expanse"}
         assert {segment["chunk"] for segment in state["segments"]} == {2}  # every epoch in the one job
+    assert_efficiency_report(workdir, env)
+
+
+def assert_efficiency_report(workdir: Path, env: dict) -> None:
+    """protein_lm's efficiency_report rule after a run: `htcannex report`'s figures in `snakemake --report`."""
+    args = ["--configfile", "tiny.yaml"]  # the target first: --configfile takes every word after it
+    run = snakemake(workdir, "efficiency_report", "--executor", "htcannex", "--profile",
+                    str(REPO / "profiles" / "local"), *args, env=env, timeout=900, snakefile=workdir / "Snakefile")
+    assert run.returncode == 0, run.stdout[-4000:]
+    with open(workdir / "results" / "efficiency" / "jobs.tsv") as handle:
+        jobs = list(csv.DictReader(handle, delimiter="\t"))
+    # every pool job of the run is a row, done, with its annex as the site
+    assert jobs and all(job["state"] == "done" for job in jobs)
+    assert {"htcannex-expanse"} <= {job["site"] for job in jobs}
+    assert all(float(job["memory_requested_mb"]) > 0 for job in jobs)
+    report = snakemake(workdir, "efficiency_report", "--report", "report.html", *args, env=env,
+                       snakefile=workdir / "Snakefile")
+    assert report.returncode == 0, report.stdout[-4000:]
+    html = (workdir / "report.html").read_text()
+    for figure in ("sites.png", "timeline.png", "requests.png", "jobs.tsv"):
+        assert figure in html
 
 
 def test_each_chunk_job_trains_only_its_own_chunk_with_local_checkpoints(tmp_path, embedded_pool):
