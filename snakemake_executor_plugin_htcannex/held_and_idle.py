@@ -115,16 +115,15 @@ class HeldAndIdle:
         nothing and is moved; any other job that no slot can run is reported (diagnose.never_matches)."""
         runtime, job, now = self._runtime, tracked(job_info), time.time()
         site = job.site
-        on_annex = site is not None and site.kind == "annex"
         first_look_s = runtime.connection.negotiation_interval_s
-        if not on_annex and job.due_a_first_look(first_look_s, runtime.idle_timeout_s, now):
+        if not _on_annex(job) and job.due_a_first_look(first_look_s, runtime.idle_timeout_s, now):
             self._warn_if_unmatchable(job_info, first_look_s)
         if not job.due_a_look(runtime.idle_timeout_s, now):
             return True
         ad = self._idle_ad(job_info)
         if ad is None:  # it has started or left the queue meanwhile
             return True
-        if on_annex:
+        if _on_annex(job):
             stuck = recovery.stuck_on_annex(self._collector, ad, site.annex_name)
             return self._move_or_fail(job_info, stuck, ad) if stuck else True
         return self._unless_unmatchable(job_info, ad)
@@ -161,7 +160,7 @@ class HeldAndIdle:
                                  "asking the schedd about each job instead")
         if self._held_ads is None:
             self._held_ads = self._poll_ads(JobStatus.HELD, ["ClusterId", "ProcId", "HoldReason", "HoldReasonCode",
-                                                             "HoldReasonSubCode"])
+                                                             "HoldReasonSubCode"], self._active)
         ad = self._held_ads.get(job_info.external_jobid)
         if ad is None:
             return None
@@ -169,14 +168,19 @@ class HeldAndIdle:
                          hold_code=ad.get("HoldReasonCode"), hold_subcode=ad.get("HoldReasonSubCode"))
 
     def _idle_ad(self, job_info: SubmittedJobInfo):
-        """The job's ad if it is idle, from one query per poll for all of the poll's idle jobs."""
-        if self._idle_ads is None:
-            self._idle_ads = self._poll_ads(JobStatus.IDLE, [])  # every attribute: matching reads them all
-        return self._idle_ads.get(job_info.external_jobid)
+        """The ad of a job being looked at, if it is idle: the first one of a poll asks for itself and every
+        job of the poll still due a look (one query; every attribute, as matching reads them all)."""
+        if self._idle_ads is None or job_info.external_jobid not in self._idle_ads:
+            runtime, now = self._runtime, time.time()
+            due = [job for job in self._active if job is not job_info and _look_due(
+                tracked(job), runtime.connection.negotiation_interval_s, runtime.idle_timeout_s, now)]
+            self._idle_ads = {job_info.external_jobid: None} | {job.external_jobid: None for job in due}
+            self._idle_ads |= self._poll_ads(JobStatus.IDLE, [], [job_info, *due])
+        return self._idle_ads[job_info.external_jobid]
 
-    def _poll_ads(self, status: JobStatus, projection: list[str]) -> dict:
-        """The ads of this poll's jobs that are in `status`, by job id: one schedd query."""
-        clusters = ", ".join(sorted({job.external_jobid.split(".")[0] for job in self._active}, key=int))
+    def _poll_ads(self, status: JobStatus, projection: list[str], jobs: list[SubmittedJobInfo]) -> dict:
+        """The ads of these jobs that are in `status`, by job id: one schedd query."""
+        clusters = ", ".join(sorted({job.external_jobid.split(".")[0] for job in jobs}, key=int))
         ads = self._runtime.connection.schedd.query(f"JobStatus == {status:d} && member(ClusterId, {{{clusters}}})",
                                                     projection=projection)
         return {job_id(ad): ad for ad in ads}
@@ -269,3 +273,13 @@ class HeldAndIdle:
 
     def _remove(self, job_id: str, reason: str) -> None:
         self._runtime.connection.schedd.act(htcondor2.JobAction.Remove, job_id, reason=reason)
+
+
+def _on_annex(job) -> bool:
+    return job.site is not None and job.site.kind == "annex"
+
+
+def _look_due(job, first_look_s: float, idle_timeout_s: float, now: float) -> bool:
+    """Whether idle() will look at this job now (its first look, or one at the idle timeout)."""
+    return (not _on_annex(job) and job.first_look_due(first_look_s, idle_timeout_s, now)) \
+        or job.look_due(idle_timeout_s, now)

@@ -25,19 +25,28 @@ class TrackedJob:
     first_looked: bool = False  # given its first look, a negotiation cycle after it was first seen idle
     tried: set[str] = dataclasses.field(default_factory=set)  # sites it was moved away from
 
+    def first_look_due(self, after_s: float, idle_timeout_s: float, now: float) -> bool:
+        """Whether this idle job is due its first look: once, `after_s` after it was first seen idle,
+        when that comes before its first look at the idle timeout (look_due)."""
+        return (not self.first_looked and self.idle_since is not None and after_s < idle_timeout_s
+                and now - self.idle_since > after_s)
+
+    def look_due(self, idle_timeout_s: float, now: float) -> bool:
+        """Whether this idle job is due a look: once per `idle_timeout_s` that it is seen idle."""
+        return self.idle_since is not None and now - self.idle_since > idle_timeout_s
+
     def due_a_first_look(self, after_s: float, idle_timeout_s: float, now: float) -> bool:
-        """Whether this idle job gets its first look now: once, `after_s` after it was first seen idle,
-        when that comes before its first look at the idle timeout (due_a_look)."""
-        if self.first_looked or self.idle_since is None or after_s >= idle_timeout_s or now - self.idle_since <= after_s:
+        """first_look_due, and if so it is given now."""
+        if not self.first_look_due(after_s, idle_timeout_s, now):
             return False
         self.first_looked = True
         return True
 
     def due_a_look(self, idle_timeout_s: float, now: float) -> bool:
-        """Whether this idle job is looked at now: once per `idle_timeout_s` that it is seen idle."""
+        """look_due, and if so it is given now; the first call starts the job's time seen idle."""
         if self.idle_since is None:
             self.idle_since = now
-        if now - self.idle_since <= idle_timeout_s:
+        if not self.look_due(idle_timeout_s, now):
             return False
         self.idle_since = now
         return True
