@@ -80,6 +80,20 @@ def test_idle_jobs_looked_at_in_one_poll_share_one_collector_answer_and_one_sche
     assert schedd.constraints == ["JobStatus == 1 && member(ClusterId, {1, 2, 3, 4, 5})"] * 2
 
 
+def test_a_polls_idle_looks_ask_the_schedd_only_for_the_jobs_due_a_look():
+    """Jobs that come due one poll after another do not each make a poll ask for the whole queue's ads."""
+    schedd = Queue()
+    waiting, _ = held_and_idle(schedd, BusySlots(), idle_timeout_s=60)
+    jobs = queued_jobs(5)
+    waiting.new_poll(jobs)
+    assert all(waiting.idle(job) for job in jobs)  # seen idle now: none due
+    for job in jobs[:2]:
+        job.aux["htcannex"].idle_since -= 120  # these two were seen idle two minutes ago
+    waiting.new_poll(jobs)
+    assert all(waiting.idle(job) for job in jobs)
+    assert schedd.constraints == ["JobStatus == 1 && member(ClusterId, {1, 2})"]
+
+
 def test_held_jobs_without_an_event_log_are_asked_of_the_schedd_in_one_query_per_poll(tmp_path):
     schedd = Queue(held=True)
     waiting, _ = held_and_idle(schedd, BusySlots(), tracker=SimpleNamespace(path=tmp_path / "never-written.log"))

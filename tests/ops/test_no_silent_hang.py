@@ -61,6 +61,7 @@ def test_a_job_no_slot_can_run_fails_within_the_idle_timeout_with_the_explanatio
     assert "FAILS (job Requirements) TARGET.GPUs >= RequestGPUs" in result.stderr
     assert "lower mem_mb" in result.stderr and "The job was removed" in result.stderr
 
+
 def test_a_job_no_slot_can_run_is_said_a_negotiation_cycle_after_it_was_queued(tmp_path, user_env, embedded_pool):
     """With the default idle timeout such a job would be failed only after 30 minutes of silence: it is said
     once the negotiator has had a cycle to match it (the embedded pool's: 1 s), and stays queued until the
