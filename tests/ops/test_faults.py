@@ -6,6 +6,7 @@ says what happened.
 """
 import getpass
 import subprocess
+import threading
 
 import htcondor2
 import pytest
@@ -13,7 +14,8 @@ from waiting import wait_until
 
 from htcannex_pool import Pool
 
-from .snakemake_runs import annexes_by_job, board, events, kill_snakemake_once_running, run_snakemake, snakemake_argv
+from .snakemake_runs import (annexes_by_job, board, events, kill_snakemake_once_running, read_until, run_snakemake,
+                             snakemake_argv, start_snakemake)
 
 pytestmark = pytest.mark.slow
 
@@ -130,13 +132,27 @@ def test_failed_input_transfer_is_released_and_the_job_finishes(workdir, user_en
 
 
 def test_restarted_snakemake_adopts_the_running_job_instead_of_resubmitting(workdir, user_env, embedded_pool):
-    target = "run0-chunk0.txt"  # its job must still be running when Snakemake is back
-    kill_snakemake_once_running(workdir, user_env, embedded_pool, "chunk", target, ["--config", "sleep=15"])
-    result = run_snakemake(workdir, user_env, target, extra=["--config", "sleep=15"])
-    assert result.returncode == 0, result.stderr[-4000:]
+    target = "run0-chunk0.txt"
+    # Its job runs until the restarted Snakemake has adopted it, however slow the machine (with a fixed sleep, a
+    # loaded machine let it end while Snakemake was down: then Snakemake stops at its incomplete marker).
+    go = workdir.parent / "go"
+    options = ["--config", f"wait_for={go}"]
+    kill_snakemake_once_running(workdir, user_env, embedded_pool, "chunk", target, options)
+    restarted = start_snakemake(workdir, user_env, target, extra=options)
+    let_it_end = threading.Timer(120, go.touch)  # an adoption that never comes fails the test, not the suite
+    let_it_end.start()
+    try:
+        adopted = read_until(restarted, "Adopted HTCondor job")
+        go.touch()
+        rest, _ = restarted.communicate(timeout=120)
+    finally:
+        let_it_end.cancel()
+        go.touch()
+        restarted.kill()
+    assert restarted.returncode == 0, (adopted + rest)[-4000:]
     assert (workdir / target).read_text() == "run 0 chunk 0\n"
     [job] = submissions(embedded_pool, "chunk")
-    assert f"Adopted HTCondor job {job['ClusterId']}.{job['ProcId']}" in result.stderr
+    assert f"Adopted HTCondor job {job['ClusterId']}.{job['ProcId']}" in adopted
 
 
 @pytest.mark.parametrize("exit_code, output_deleted", [(0, False), (3, False), (0, True)],
