@@ -299,7 +299,10 @@ class Executor(RemoteExecutor):
         if tracked(job_info).held_for_annex:
             return waiting.waiting_for_annex(job_info)
         record = self._runtime.tracker.jobs.get(job_info.external_jobid) or waiting.held_without_event_log(job_info)
-        if record is None or record.phase is JobPhase.RUNNING:
+        if record is None:
+            return True
+        if record.phase is JobPhase.RUNNING:
+            tracked(job_info).seen_running()
             return True
         if record.phase is JobPhase.SUCCEEDED:
             # Reported as a success, a job without its outputs would stop the whole run with a

@@ -205,7 +205,7 @@ class HeldAndIdle:
 
     def _unmatchable_report(self, job_info: SubmittedJobInfo, idle_s: float, report: list[str]) -> str:
         job_id = job_info.external_jobid
-        return (f"HTCondor job {job_id} (rule {tracked(job_info).spec.rule}) has been idle for {idle_s:g} s, and "
+        return (f"HTCondor job {job_id} (rule {tracked(job_info).spec.rule}) has been idle for over {idle_s:g} s, and "
                 f"no slot can run it, neither one in the collector nor a site of {self._runtime.config.path}; as "
                 f"`htcannex why {job_id}` explains:\n" + secrets.redact("\n".join(report)) + "\n")
 

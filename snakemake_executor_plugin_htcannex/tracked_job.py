@@ -21,7 +21,7 @@ class TrackedJob:
     stderr: Optional[str]  # its stderr file, relative to the submit directory
     prepared_script: Optional[str]  # written for the job (direct_command.py), removed when it is done
     waiting_since: float = dataclasses.field(default_factory=time.time)  # submitted, released or moved
-    idle_since: Optional[float] = None  # when it was last seen idle (looked at once per idle timeout)
+    idle_since: Optional[float] = None  # first seen idle since it last ran, or last looked at (once per idle timeout)
     first_looked: bool = False  # given its first look, a negotiation cycle after it was first seen idle
     tried: set[str] = dataclasses.field(default_factory=set)  # sites it was moved away from
 
@@ -41,6 +41,11 @@ class TrackedJob:
             return False
         self.first_looked = True
         return True
+
+    def seen_running(self) -> None:
+        """Running now: if it is idle again later (evicted, preempted, its annex expired), its time seen idle
+        starts then, not at the idle spell before it ran."""
+        self.idle_since = None
 
     def due_a_look(self, idle_timeout_s: float, now: float) -> bool:
         """look_due, and if so it is given now; the first call starts the job's time seen idle."""

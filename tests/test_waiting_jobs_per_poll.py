@@ -117,7 +117,22 @@ def test_jobs_no_slot_can_run_are_said_at_their_first_look_once_per_rule_and_req
         waiting.new_poll(jobs)
         assert all(waiting.idle(job) for job in jobs)
     assert failed == [] and len(warnings) == 1, warnings
-    assert "HTCondor job 1.0 (rule any) has been idle for 0 s, and no slot can run it" in warnings[0]
+    assert "HTCondor job 1.0 (rule any) has been idle for over 0 s, and no slot can run it" in warnings[0]
     assert "FAILS (job Requirements) TARGET.Memory >= RequestMemory" in warnings[0]
     assert "it is removed and fails once it has been idle for 1800 s (the idle timeout)" in warnings[0]
     assert len(schedd.constraints) == 1
+
+
+def test_a_job_idle_again_after_running_is_looked_at_an_idle_timeout_later_not_at_once():
+    """Evicted or preempted after it ran, a job's time seen idle starts again: the idle spell before it ran does not
+    count (it would have it looked at, and with no slot in the collector then failed, at once)."""
+    schedd = Queue()
+    waiting, _ = held_and_idle(schedd, BusySlots(), idle_timeout_s=60)
+    [job] = queued_jobs(1)
+    waiting.new_poll([job])
+    assert waiting.idle(job)  # seen idle
+    job.aux["htcannex"].idle_since -= 120  # two minutes ago; then it ran
+    job.aux["htcannex"].seen_running()
+    waiting.new_poll([job])
+    assert waiting.idle(job)  # idle again: seen idle from now
+    assert schedd.constraints == []

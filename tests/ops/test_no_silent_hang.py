@@ -55,7 +55,7 @@ def test_a_job_no_slot_can_run_fails_within_the_idle_timeout_with_the_explanatio
     result = run_snakemake(work, user_env, "big.txt", extra=["--retries", "0"], timeout=120)
     assert result.returncode != 0
     assert time.time() - started < 60
-    assert "has been idle for 3 s, and no slot can run it" in result.stderr
+    assert "has been idle for over 3 s, and no slot can run it" in result.stderr
     assert "FAILS (job Requirements) TARGET.Memory >= RequestMemory" in result.stderr
     assert "FAILS (job Requirements) TARGET.Cpus >= RequestCpus" in result.stderr
     assert "FAILS (job Requirements) TARGET.GPUs >= RequestGPUs" in result.stderr
@@ -80,7 +80,7 @@ def test_a_job_no_slot_can_run_is_said_a_negotiation_cycle_after_it_was_queued(t
     finally:
         deadline.cancel()
         snakemake.kill()
-    assert "has been idle for 1 s, and no slot can run it" in said, said[-3000:]
+    assert "has been idle for over 1 s, and no slot can run it" in said, said[-3000:]
     assert said_after < 60
     assert "FAILS (job Requirements) TARGET.Memory >= RequestMemory" in said
     assert "it is removed and fails once it has been idle for 1800 s (the idle timeout)" in said
