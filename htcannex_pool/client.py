@@ -27,15 +27,17 @@ from pathlib import Path
 import classad2
 import htcondor2
 import psutil
+from htcondor_codes import param_seconds
 
 from . import protocol
 from .policy import PolicyConfigError, PoolPolicy
 
 DEFAULT_SPOOL = Path(".htcannex/pool")
 RESPAWN_AFTER_S = 3.0
-# How long a request waits for the daemon's answer: HTCondor's QUERY_TIMEOUT default. A daemon
-# that is stuck (or stopped) is then an error that says so, never a client blocked for good.
-ANSWER_TIMEOUT_S = 60.0
+# How long a request waits for the daemon's answer: HTCondor's QUERY_TIMEOUT, read as HTCondor's tools read
+# it (60 s unless a condor_config or _CONDOR_QUERY_TIMEOUT says otherwise). A daemon that is stuck (or
+# stopped) is then an error that says so, never a client blocked for good.
+ANSWER_TIMEOUT_S = param_seconds("QUERY_TIMEOUT")
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
-"""HTCondor's numbers for a job's status and for why it is held, and the START expression of an
-annex's slots: plain values, shared by the plugin and the embedded pool (which writes and applies
-them as a real pool does).
+"""HTCondor's numbers for a job's status and for why it is held, the START expression of an
+annex's slots, and the durations read from HTCondor's configuration: plain values, shared by the
+plugin and the embedded pool (which writes and applies them as a real pool does).
 
 Sources (HTCondor 25.x manual, docs/codes-other-values/ in the source tree):
 - JobStatus: job-status-codes.rst; htcondor2 already has the enum, so it is used as is.
@@ -11,9 +11,16 @@ Sources (HTCondor 25.x manual, docs/codes-other-values/ in the source tree):
 """
 import enum
 
+import htcondor2
 from htcondor2 import JobStatus
 
-__all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start"]
+__all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start", "param_seconds"]
+
+# HTCondor's defaults (src/condor_utils/param_info.in) of the settings read with param_seconds.
+PARAM_DEFAULTS_S = {
+    "NEGOTIATOR_INTERVAL": 60.0,  # the longest a queued job waits for a negotiator's cycle
+    "QUERY_TIMEOUT": 60.0,  # how long HTCondor's tools wait for a daemon's answer
+}
 
 
 class HoldCode(enum.IntEnum):
@@ -56,3 +63,13 @@ def annex_start(owner: str) -> str:
     to its owner. HTCondor's annex pilot configures it (src/condor_scripts/annex/spark.sh and the
     other site scripts); the plugin judges jobs against it, the embedded pool's annexes apply it."""
     return f'(MY.AnnexName =?= TARGET.TargetAnnexName) && (TARGET.Owner == "{owner}")'
+
+
+def param_seconds(name: str) -> float:
+    """A duration setting as HTCondor's own tools read it: from its configuration (a condor_config, or
+    `_CONDOR_<name>` in the environment), else its default; an expression that is not a number, the default."""
+    default = PARAM_DEFAULTS_S[name]
+    try:
+        return float(htcondor2.param.get(name, default))
+    except ValueError:
+        return default

@@ -14,6 +14,7 @@ from typing import Optional, Protocol
 
 import classad2
 import htcondor2
+from htcondor_codes import PARAM_DEFAULTS_S, param_seconds
 
 from .annex import AnnexBackend, EmbeddedBackend, HtcondorCliBackend
 
@@ -21,10 +22,9 @@ from .annex import AnnexBackend, EmbeddedBackend, HtcondorCliBackend
 # embedded pool, and the one that selects the local access point's own schedd.
 EMBEDDED = "local"
 DEFAULT = "default"
-# How long a queued job waits at most for a negotiator's cycle: HTCondor's NEGOTIATOR_INTERVAL, 60 s by
-# default (the central manager's setting, which an access point's configuration usually leaves at the
-# default). The embedded pool matches in the daemon's cycle after each change (htcannex_pool/daemon.py).
-NEGOTIATOR_INTERVAL_DEFAULT_S = 60.0
+# How long a queued job waits at most for a negotiator's cycle: HTCondor's NEGOTIATOR_INTERVAL (the central
+# manager's setting, which an access point's configuration usually leaves at its default). The embedded pool
+# matches in the daemon's cycle after each change (htcannex_pool/daemon.py).
 EMBEDDED_NEGOTIATION_S = 1.0
 
 
@@ -60,14 +60,7 @@ class Connection:
     collector: Collector
     annex_backend: AnnexBackend
     embedded: bool = False
-    negotiation_interval_s: float = NEGOTIATOR_INTERVAL_DEFAULT_S  # a queued job is matched within this
-
-
-def _negotiator_interval_s() -> float:
-    try:
-        return float(htcondor2.param.get("NEGOTIATOR_INTERVAL", NEGOTIATOR_INTERVAL_DEFAULT_S))
-    except ValueError:  # an expression, not a number: the default
-        return NEGOTIATOR_INTERVAL_DEFAULT_S
+    negotiation_interval_s: float = PARAM_DEFAULTS_S["NEGOTIATOR_INTERVAL"]  # a queued job is matched within this
 
 
 class ScheddNotFound(RuntimeError):
@@ -105,9 +98,9 @@ def connect(target: str, pool_dir: Optional[Path] = None, config_path: Optional[
     collector = htcondor2.Collector()
     if target == DEFAULT:
         return Connection(_local_schedd(), collector, HtcondorCliBackend(),
-                          negotiation_interval_s=_negotiator_interval_s())
+                          negotiation_interval_s=param_seconds("NEGOTIATOR_INTERVAL"))
     return Connection(_locate_schedd(collector, target), collector, HtcondorCliBackend(),
-                      negotiation_interval_s=_negotiator_interval_s())
+                      negotiation_interval_s=param_seconds("NEGOTIATOR_INTERVAL"))
 
 
 def _local_schedd():

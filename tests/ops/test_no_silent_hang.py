@@ -146,11 +146,14 @@ def test_snakemake_on_a_stopped_pool_daemon_ends_with_its_pid_and_the_fix(tmp_pa
     embedded_pool.ensure_running()
     pid = embedded_pool.recorded_pid()
     os.kill(pid, signal.SIGSTOP)  # e.g. a terminal's Ctrl-Z on a daemon started in the foreground
+    # HTCondor's QUERY_TIMEOUT (60 s by default), set as for HTCondor's own tools: a request then waits 5 s.
+    env = {**user_env, "_CONDOR_QUERY_TIMEOUT": "5"}
     try:
-        result = run_snakemake(work, user_env, "a.txt", timeout=150)
+        result = run_snakemake(work, env, "a.txt", timeout=150)
     finally:
         os.kill(pid, signal.SIGCONT)
     assert result.returncode != 0
     assert f"the embedded pool does not answer: the pool daemon (pid {pid})" in result.stderr, result.stderr[-3000:]
     assert f"kill -CONT {pid}" in result.stderr and "Traceback" not in result.stderr
+    assert "did not answer within 5 s" in result.stderr
     assert run_snakemake(work, user_env, "a.txt").returncode == 0  # resumed, the same run goes through
