@@ -7,56 +7,18 @@ The driver runs as the job's owner (as root on the realpool: htcuser), with the 
 submit` chooses for that user; PYTHONPATH makes that Python run this checkout's htcannex.
 """
 import json
-import os
 import re
-import shutil
 import subprocess
-from pathlib import Path
 
 import htcondor2
 import pytest
-import yaml
-from backends import ANNEXES, real_htcondor
-from ops.snakemake_runs import BIN, CHAIN, FAULTS, HTCANNEX, driver_events, events, running_chunk, snakemake_log
+from ops.snakemake_runs import CHAIN, HTCANNEX, driver_events, events, running_chunk, snakemake_log
 from waiting import wait_until
 
 from snakemake_executor_plugin_htcannex.driver import drivers_in_queue, run_jobs_constraint
 from snakemake_executor_plugin_htcannex.driver_job import other_snakemake
-from snakemake_executor_plugin_htcannex.site import ANNEX_NAME_PREFIX
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def htcondor(tmp_path_factory):
-    return real_htcondor(tmp_path_factory.getbasetemp())
-
-
-@pytest.fixture
-def workdir(htcondor):
-    """The faults workflow in a directory the job's owner can write, its catalogue the pool's annexes."""
-    work = htcondor.submit_dir()
-    for name in ("Snakefile", "config.yaml"):
-        shutil.copy(FAULTS / name, work / name)
-    (work / "input.txt").write_text("precious input\n")
-    sites = {annex.removeprefix(ANNEX_NAME_PREFIX): {"kind": "annex", "facts": "catalogue", "cpus": 1,
-                                                      "memory": f"{memory_mb}MB", "gpus": 0,
-                                                      "max_lifetime": "1h", "lifetime": "30m"}
-             for annex, memory_mb in ANNEXES.items()}
-    (work / "htcannex.yaml").write_text(yaml.safe_dump({
-        "pool": "default",
-        "rotation": {"chunk": {"policy": "round-robin", "sites": list(sites)}},
-        "annex": {"mode": "off", "max_annexes": 2, "core_hour_budget": 10, "idle_timeout": "10m"},
-        "sites": sites}))
-    yield work
-    if drivers_in_queue(htcondor.schedd, work):  # a failed test leaves nothing running
-        subprocess.run([str(HTCANNEX), "stop", "-d", str(work)], capture_output=True, timeout=120)
-
-
-@pytest.fixture
-def env():
-    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(REPOSITORY)}
 
 
 def htcannex(workdir, env, *args, timeout=120):

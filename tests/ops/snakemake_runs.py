@@ -16,6 +16,9 @@ FAULTS = Path(__file__).parent / "workflows" / "faults"  # the workflow these te
 BIN = Path(sys.executable).parent
 HTCANNEX = BIN / "htcannex"
 CHAIN = ["--config", "sleep=10", "chain=1"]  # each chunk runs 10 s and reads the one before: time to act
+# A Snakefile whose job asks for more than any slot has, live or in a catalogue; no rotation: any slot.
+TOO_BIG = ('rule big:\n    output: "big.txt"\n    threads: 64\n'
+           '    resources: mem_mb=10000000, gpu=1\n    shell: "touch {output}"\n')
 
 
 

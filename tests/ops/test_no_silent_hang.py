@@ -14,12 +14,7 @@ import pytest
 from snakemake_executor_plugin_htcannex.paths import annex_ledger
 from waiting import wait_until
 
-from .snakemake_runs import annexes_by_job, read_until, run_snakemake, snakemake_argv, start_snakemake
-
-FAULTS = Path(__file__).parent / "workflows" / "faults"
-# More than any slot has, live (this machine) or in the faults catalogue; no rotation: any slot.
-TOO_BIG = ('rule big:\n    output: "big.txt"\n    threads: 64\n'
-           '    resources: mem_mb=10000000, gpu=1\n    shell: "touch {output}"\n')
+from .snakemake_runs import FAULTS, TOO_BIG, annexes_by_job, read_until, run_snakemake, snakemake_argv, start_snakemake
 
 
 def workflow(tmp_path: Path, snakefile: str) -> Path:

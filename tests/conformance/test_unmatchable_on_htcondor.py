@@ -1,0 +1,38 @@
+"""A job that no slot can run, through Snakemake on a real HTCondor: said a negotiation cycle after it was
+queued (the pool's NEGOTIATOR_INTERVAL), not only at the idle timeout, and left queued until then; Ctrl-C
+ends the run and removes it. tests/ops/test_no_silent_hang.py runs the same on the embedded pool. Runs
+when HTCANNEX_TEST_CONDOR_CONFIG names a personal pool's condor_config, skipped otherwise."""
+import signal
+import threading
+
+import pytest
+from ops.snakemake_runs import TOO_BIG, read_until, start_snakemake
+from waiting import wait_until
+
+from htcondor_codes import param_seconds
+
+pytestmark = pytest.mark.slow
+
+
+def test_on_htcondor_a_job_no_slot_can_run_is_said_a_negotiation_cycle_after_it_was_queued(htcondor, workdir, env):
+    (workdir / "Snakefile").write_text(TOO_BIG)
+    interval = param_seconds("NEGOTIATOR_INTERVAL")  # the pool's: real_htcondor loaded its configuration
+    snakemake = start_snakemake(workdir, env, "big.txt")
+    deadline = threading.Timer(120 + 3 * interval, snakemake.kill)  # a warning that never comes fails the test
+    deadline.start()
+    try:
+        said = read_until(snakemake, "Change what the rule asks for (the FAILS lines), or press Ctrl-C.")
+        queued = htcondor.schedd.query('HtcannexRule == "big" && JobStatus == 1', ["ClusterId", "ProcId"])
+        snakemake.send_signal(signal.SIGINT)
+        rest, _ = snakemake.communicate(timeout=120)
+    finally:
+        deadline.cancel()
+        snakemake.kill()
+    assert f"has been idle for over {interval:g} s, and no slot can run it" in said, said[-3000:]
+    assert "FAILS (job Requirements) TARGET.Memory >= RequestMemory" in said
+    assert "it is removed and fails once it has been idle for 600 s (the idle timeout)" in said  # workdir's 10m
+    [job] = queued  # not failed at the first look
+    assert "Terminating processes on user request" in rest and "Traceback" not in said + rest
+    job_id = f"{job['ClusterId']}.{job['ProcId']}"
+    wait_until(lambda: not htcondor.schedd.query(f"ClusterId == {job['ClusterId']} && JobStatus != 3", ["ProcId"]),
+               30, f"Ctrl-C to remove job {job_id}")
