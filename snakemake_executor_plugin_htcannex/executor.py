@@ -207,7 +207,7 @@ class Executor(RemoteExecutor):
                 yield job_info
             return
         # One collector query and ledger read for all jobs waiting on annexes; one collector answer for all
-        # idle jobs looked at in this poll, and one schedd query for all held jobs when there is no event log.
+        # idle jobs looked at in this poll, and one schedd query for every job's state when there is no event log.
         runtime.annexes.new_poll()
         self._held_and_idle.new_poll(active_jobs)
         for job_info in active_jobs:
@@ -298,7 +298,7 @@ class Executor(RemoteExecutor):
         waiting = self._held_and_idle
         if tracked(job_info).held_for_annex:
             return waiting.waiting_for_annex(job_info)
-        record = self._runtime.tracker.jobs.get(job_info.external_jobid) or waiting.held_without_event_log(job_info)
+        record = self._runtime.tracker.jobs.get(job_info.external_jobid) or waiting.without_event_log(job_info)
         if record is None:
             return True
         if record.phase is JobPhase.RUNNING:

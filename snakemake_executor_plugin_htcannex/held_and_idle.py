@@ -11,7 +11,8 @@ or idle for longer than the idle timeout (annex: idle_timeout, --htcannex-idle-t
   A job for any slot also gets a first look a negotiation cycle after it was first seen idle: one no
   slot can run is said then (a warning, once per rule and request), not only at the idle timeout
   (30 min by default).
-- Held, with no event log (`held_without_event_log`): asked of the schedd instead, once per poll.
+- With no event log (`without_event_log`): each job's state (idle, running or held) asked of the schedd
+  instead, once per poll, and handled as above.
 
 Each returns what the executor's status check needs: whether the job is still active (False once
 it was reported failed through `fail`).
@@ -75,17 +76,17 @@ class HeldAndIdle:
         self._warned_no_event_log = False
         self._warned_unmatchable: set[tuple] = set()  # (rule, report) said at a first look
         self._active: list[SubmittedJobInfo] = []  # the jobs of this status poll
-        # Their ads, asked of the schedd once per poll where needed: the idle ones (looked at) and the
-        # held ones (no event log). Jobs queued together come due together: one query, not one per job.
+        # Their ads, asked of the schedd once per poll where needed: the idle ones (looked at) and, with no
+        # event log, every one's state. Jobs queued together come due together: one query, not one per job.
         self._idle_ads: Optional[dict] = None
-        self._held_ads: Optional[dict] = None
+        self._queued_ads: Optional[dict] = None
 
     def new_poll(self, active_jobs: list[SubmittedJobInfo]) -> None:
         """A new status poll of `active_jobs`: the jobs looked at from now on get the collector's and the
         schedd's new answers."""
         if self._collector is not None:
             self._collector.new_poll()
-        self._active, self._idle_ads, self._held_ads = active_jobs, None, None
+        self._active, self._idle_ads, self._queued_ads = active_jobs, None, None
 
     def memory_floor(self, spec: JobSpec) -> Optional[int]:
         """The memory (MB) this job asks for at least, when an earlier attempt was held for memory."""
@@ -145,11 +146,12 @@ class HeldAndIdle:
             return self._move_or_fail(job_info, f"annex {site.annex_name} did not come up. {status.message}")
         return True
 
-    def held_without_event_log(self, job_info: SubmittedJobInfo) -> Optional[JobRecord]:
-        """A held job's record from its ad, when the event log was never created. HTCondor writes the
-        log as the job's owner; where the owner cannot write the submit directory there is none, and
-        the job's outputs are held 12/13 (holds.py): asked of the schedd, so the run does not wait
-        forever on a log that will never come."""
+    def without_event_log(self, job_info: SubmittedJobInfo) -> Optional[JobRecord]:
+        """A job's record from its ad, when the event log was never created. HTCondor writes the log as the
+        job's owner; where the owner cannot write the submit directory there is none, and the job's outputs
+        are held 12/13 (holds.py). Each job's state is asked of the schedd instead (one query per poll), so
+        the run does not wait forever on a log that will never come: a held job is handled as held, an idle
+        one is looked at as idle (one no slot can run is said, then failed)."""
         tracker = self._runtime.tracker
         if tracker.path.exists() or time.time() - tracked(job_info).waiting_since < NO_EVENT_LOG_GRACE_S:
             return None
@@ -158,12 +160,15 @@ class HeldAndIdle:
             self._logger.warning(f"HTCondor has not created the event log {tracker.path}: it writes it as the "
                                  "job's owner, who cannot write there (see docs/real-access-point.md); "
                                  "asking the schedd about each job instead")
-        if self._held_ads is None:
-            self._held_ads = self._poll_ads(JobStatus.HELD, ["ClusterId", "ProcId", "HoldReason", "HoldReasonCode",
-                                                             "HoldReasonSubCode"], self._active)
-        ad = self._held_ads.get(job_info.external_jobid)
+        if self._queued_ads is None:
+            self._queued_ads = self._poll_ads(
+                (JobStatus.IDLE, JobStatus.RUNNING, JobStatus.HELD),
+                ["ClusterId", "ProcId", "JobStatus", "HoldReason", "HoldReasonCode", "HoldReasonSubCode"], self._active)
+        ad = self._queued_ads.get(job_info.external_jobid)
         if ad is None:
             return None
+        if ad["JobStatus"] != JobStatus.HELD:
+            return JobRecord(job_info.external_jobid, phase=_PHASES[ad["JobStatus"]])
         return JobRecord(job_info.external_jobid, phase=JobPhase.HELD, hold_reason=ad.get("HoldReason"),
                          hold_code=ad.get("HoldReasonCode"), hold_subcode=ad.get("HoldReasonSubCode"))
 
@@ -175,13 +180,14 @@ class HeldAndIdle:
             due = [job for job in self._active if job is not job_info and _look_due(
                 tracked(job), runtime.connection.negotiation_interval_s, runtime.idle_timeout_s, now)]
             self._idle_ads = {job_info.external_jobid: None} | {job.external_jobid: None for job in due}
-            self._idle_ads |= self._poll_ads(JobStatus.IDLE, [], [job_info, *due])
+            self._idle_ads |= self._poll_ads((JobStatus.IDLE,), [], [job_info, *due])
         return self._idle_ads[job_info.external_jobid]
 
-    def _poll_ads(self, status: JobStatus, projection: list[str], jobs: list[SubmittedJobInfo]) -> dict:
-        """The ads of these jobs that are in `status`, by job id: one schedd query."""
+    def _poll_ads(self, statuses: tuple[JobStatus, ...], projection: list[str], jobs: list[SubmittedJobInfo]) -> dict:
+        """The ads of these jobs that are in one of `statuses`, by job id: one schedd query."""
         clusters = ", ".join(sorted({job.external_jobid.split(".")[0] for job in jobs}, key=int))
-        ads = self._runtime.connection.schedd.query(f"JobStatus == {status:d} && member(ClusterId, {{{clusters}}})",
+        wanted = ", ".join(f"{status:d}" for status in statuses)
+        ads = self._runtime.connection.schedd.query(f"member(JobStatus, {{{wanted}}}) && member(ClusterId, {{{clusters}}})",
                                                     projection=projection)
         return {job_id(ad): ad for ad in ads}
 
@@ -273,6 +279,10 @@ class HeldAndIdle:
 
     def _remove(self, job_id: str, reason: str) -> None:
         self._runtime.connection.schedd.act(htcondor2.JobAction.Remove, job_id, reason=reason)
+
+
+# A queued job's JobStatus as the phase the executor acts on (without an event log).
+_PHASES = {JobStatus.IDLE: JobPhase.IDLE, JobStatus.RUNNING: JobPhase.RUNNING}
 
 
 def _on_annex(job) -> bool:

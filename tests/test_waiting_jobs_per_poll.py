@@ -13,6 +13,7 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
 from snakemake_executor_plugin_htcannex.held_and_idle import HeldAndIdle
 from snakemake_executor_plugin_htcannex.tracked_job import TrackedJob
+from snakemake_executor_plugin_htcannex.tracking import JobPhase
 
 FAULTS_CATALOGUE = Path(__file__).parent / "ops" / "workflows" / "faults" / "htcannex.yaml"
 
@@ -37,7 +38,7 @@ class Queue:
     def query(self, constraint, projection):
         self.constraints.append(constraint)
         clusters = [int(cluster) for cluster in re.search(r"member\(ClusterId, \{(.*)\}\)", constraint)[1].split(",")]
-        status = int(re.match(r"JobStatus == (\d)", constraint)[1])
+        statuses = [int(status) for status in re.match(r"member\(JobStatus, \{(.*?)\}\)", constraint)[1].split(",")]
         ads = []
         for cluster in clusters:
             ad = classad2.ClassAd({"ClusterId": cluster, "ProcId": 0, "Owner": "me", "RequestCpus": 1,
@@ -45,7 +46,7 @@ class Queue:
                                    "HoldReason": "Transfer output files failure", "HoldReasonCode": 12,
                                    "HoldReasonSubCode": 13})
             ad["Requirements"] = classad2.ExprTree("TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemory")
-            if ad["JobStatus"] == status:
+            if ad["JobStatus"] in statuses:
                 ads.append(ad)
         return ads
 
@@ -77,7 +78,7 @@ def test_idle_jobs_looked_at_in_one_poll_share_one_collector_answer_and_one_sche
         waiting.new_poll(jobs)
         assert all(waiting.idle(job) for job in jobs)  # a busy slot that can run them: they wait
     assert collector.queries == 2 and failed == []
-    assert schedd.constraints == ["JobStatus == 1 && member(ClusterId, {1, 2, 3, 4, 5})"] * 2
+    assert schedd.constraints == ["member(JobStatus, {1}) && member(ClusterId, {1, 2, 3, 4, 5})"] * 2
 
 
 def test_a_polls_idle_looks_ask_the_schedd_only_for_the_jobs_due_a_look():
@@ -91,19 +92,19 @@ def test_a_polls_idle_looks_ask_the_schedd_only_for_the_jobs_due_a_look():
         job.aux["htcannex"].idle_since -= 120  # these two were seen idle two minutes ago
     waiting.new_poll(jobs)
     assert all(waiting.idle(job) for job in jobs)
-    assert schedd.constraints == ["JobStatus == 1 && member(ClusterId, {1, 2})"]
+    assert schedd.constraints == ["member(JobStatus, {1}) && member(ClusterId, {1, 2})"]
 
 
-def test_held_jobs_without_an_event_log_are_asked_of_the_schedd_in_one_query_per_poll(tmp_path):
+def test_jobs_without_an_event_log_are_asked_of_the_schedd_in_one_query_per_poll(tmp_path):
     schedd = Queue(held=True)
     waiting, _ = held_and_idle(schedd, BusySlots(), tracker=SimpleNamespace(path=tmp_path / "never-written.log"))
     jobs = queued_jobs(5, waiting_since=time.time() - 60)  # past the grace an event log gets to appear
     for poll in range(2):
         waiting.new_poll(jobs)
-        records = [waiting.held_without_event_log(job) for job in jobs]
-        assert [record.job_id for record in records if record is not None] == ["1.0"]  # the one held job there
+        records = [waiting.without_event_log(job) for job in jobs]
+        assert [record.phase for record in records] == [JobPhase.HELD] + [JobPhase.IDLE] * 4
         assert records[0].hold_code == 12 and records[0].hold_subcode == 13
-    assert schedd.constraints == ["JobStatus == 5 && member(ClusterId, {1, 2, 3, 4, 5})"] * 2
+    assert schedd.constraints == ["member(JobStatus, {1, 2, 5}) && member(ClusterId, {1, 2, 3, 4, 5})"] * 2
 
 
 def test_jobs_no_slot_can_run_are_said_at_their_first_look_once_per_rule_and_request():

@@ -1,6 +1,6 @@
 """A job that no slot can run, through Snakemake on a real HTCondor: said a negotiation cycle after it was
 queued (the pool's NEGOTIATOR_INTERVAL), not only at the idle timeout, and left queued until then; Ctrl-C
-ends the run and removes it. tests/ops/test_no_silent_hang.py runs the same on the embedded pool. Runs
+ends the run and removes it. With the event log, and without one (its state asked of the schedd). tests/ops/test_no_silent_hang.py runs the same on the embedded pool. Runs
 when HTCANNEX_TEST_CONDOR_CONFIG names a personal pool's condor_config, skipped otherwise."""
 import signal
 import threading
@@ -14,8 +14,15 @@ from htcondor_codes import param_seconds
 pytestmark = pytest.mark.slow
 
 
-def test_on_htcondor_a_job_no_slot_can_run_is_said_a_negotiation_cycle_after_it_was_queued(htcondor, workdir, env):
+@pytest.mark.parametrize("event_log", [True, False], ids=["event-log", "no-event-log"])
+def test_on_htcondor_a_job_no_slot_can_run_is_said_a_negotiation_cycle_after_it_was_queued(htcondor, workdir, env,
+                                                                                          event_log):
     (workdir / "Snakefile").write_text(TOO_BIG)
+    # HTCondor writes the event log as the job's owner (on the realpool htcuser, not root, who runs this): a
+    # .htcannex that Snakemake creates as root has none, and the jobs' states come from the schedd instead.
+    if event_log:
+        (workdir / ".htcannex").mkdir(mode=0o777)
+        (workdir / ".htcannex").chmod(0o777)
     interval = param_seconds("NEGOTIATOR_INTERVAL")  # the pool's: real_htcondor loaded its configuration
     snakemake = start_snakemake(workdir, env, "big.txt")
     deadline = threading.Timer(120 + 3 * interval, snakemake.kill)  # a warning that never comes fails the test
@@ -33,6 +40,7 @@ def test_on_htcondor_a_job_no_slot_can_run_is_said_a_negotiation_cycle_after_it_
     assert "it is removed and fails once it has been idle for 600 s (the idle timeout)" in said  # workdir's 10m
     [job] = queued  # not failed at the first look
     assert "Terminating processes on user request" in rest and "Traceback" not in said + rest
+    assert ("HTCondor has not created the event log" in said) is not event_log
     job_id = f"{job['ClusterId']}.{job['ProcId']}"
     wait_until(lambda: not htcondor.schedd.query(f"ClusterId == {job['ClusterId']} && JobStatus != 3", ["ProcId"]),
                30, f"Ctrl-C to remove job {job_id}")
