@@ -142,9 +142,10 @@ class UserLog:
         self._write(1, f"Job executing on host: {HOST}", body)
 
     def transfer(self, direction: str, finished: bool):
-        """direction: 'input' or 'output'."""
+        """direction: 'input' or 'output'. Only an input transfer's start names the host it goes to (seen on a real
+        25.14.0 pool: an output transfer's start has no such line)."""
         self._write(40, f"{'Finished' if finished else 'Started'} transferring {direction} files",
-                    [] if finished else [f"\tTransferring to host: {HOST}"])
+                    [f"\tTransferring to host: {HOST}"] if direction == "input" and not finished else [])
 
     def image_size(self, image_kib: int, memory_mb: int, rss_kib: int):
         self._write(6, f"Image size of job updated: {image_kib}",

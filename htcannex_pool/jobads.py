@@ -17,7 +17,7 @@ from pathlib import Path
 
 import classad2
 import htcondor2
-from htcondor_codes import SUBMITTED_ON_HOLD_REASON, HoldCode, JobStatus
+from htcondor_codes import CHECKPOINT_EXIT_CODE, SUBMITTED_ON_HOLD_REASON, WANT_FT_ON_CHECKPOINT, HoldCode, JobStatus
 
 from . import quoting, units
 
@@ -30,7 +30,7 @@ EXPRESSION_COMMANDS = {
     "on_exit_remove": "OnExitRemove",
 }
 INTEGER_COMMANDS = {
-    "checkpoint_exit_code": "CheckpointExitCode",
+    "checkpoint_exit_code": CHECKPOINT_EXIT_CODE,
     "max_retries": "JobMaxRetries",
     "allowed_execute_duration": "AllowedExecuteDuration",
     "success_exit_code": "SuccessExitCode",
@@ -161,6 +161,8 @@ class ClusterBuilder:
         for command, attribute in INTEGER_COMMANDS.items():
             if get(command) is not None:
                 ad[attribute] = _integer(command, get(command))
+        if CHECKPOINT_EXIT_CODE in ad:  # as submit_utils.cpp: the starter acts on the code only with it
+            ad[WANT_FT_ON_CHECKPOINT] = True
         notification = get("notification", "never").strip().lower()
         if notification not in NOTIFICATIONS:
             raise SubmitError(f"notification = {notification}: must be Never, Always, Complete, Start or Error")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import classad2
-from htcondor_codes import HoldCode, JobStatus, OutOfResources, status_word
+from htcondor_codes import CHECKPOINT_EXIT_CODE, WANT_FT_ON_CHECKPOINT, HoldCode, JobStatus, OutOfResources, status_word
 
 from . import dollardollar, jobads, local_universe, starter, transfer
 from .exits import ExitWatch
@@ -572,7 +572,7 @@ class Scheduler:
             self._exited_locally(ad, running, returncode)
             return
         _record_usage(ad, running)
-        if "CheckpointExitCode" in ad and returncode == ad["CheckpointExitCode"]:
+        if ad.get(WANT_FT_ON_CHECKPOINT) is True and returncode == ad.get(CHECKPOINT_EXIT_CODE):
             self._restart_in_place(ad, running)
             return
         if ad["ShouldTransferFiles"] == "YES":

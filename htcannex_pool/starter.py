@@ -17,6 +17,7 @@ from pathlib import Path
 
 import classad2
 import psutil
+from htcondor_codes import WANT_FT_ON_CHECKPOINT
 
 from . import jobads, transfer
 
@@ -169,7 +170,7 @@ def launch(job: classad2.ClassAd, slot: classad2.ClassAd, sandbox: Path,
         if transfers:
             # A self-checkpointing job's restart in its sandbox appends to what its runs wrote
             # (vanilla_proc.cpp outputOpenFlags: O_APPEND without O_TRUNC for WantFTOnCheckpoint).
-            mode = "ab" if "CheckpointExitCode" in job else "wb"
+            mode = "ab" if job.get(WANT_FT_ON_CHECKPOINT) is True else "wb"
             stdout = stream(sandbox / transfer.STDOUT, mode, transfer.STDOUT)
             stderr = stream(sandbox / transfer.STDERR, mode, transfer.STDERR)
         else:

@@ -14,7 +14,14 @@ import enum
 import htcondor2
 from htcondor2 import JobStatus
 
-__all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start", "param_seconds"]
+__all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start", "param_seconds",
+           "CHECKPOINT_EXIT_CODE", "WANT_FT_ON_CHECKPOINT"]
+
+# The job ad attributes of a self-checkpointing job: condor_submit's `checkpoint_exit_code` is stored as
+# SuccessCheckpointExitCode (condor_attributes.h ATTR_CHECKPOINT_EXIT_CODE), and with it submit_utils.cpp sets
+# WantFTOnCheckpoint, without which the starter ignores the code (vanilla_proc.cpp JobReaper, outputOpenFlags).
+CHECKPOINT_EXIT_CODE = "SuccessCheckpointExitCode"
+WANT_FT_ON_CHECKPOINT = "WantFTOnCheckpoint"
 
 # HTCondor's defaults (src/condor_utils/param_info.in) of the settings read with param_seconds.
 PARAM_DEFAULTS_S = {

@@ -6,6 +6,7 @@ user relies on: the job's event log (read with htcondor2.JobEventLog), the files
 the queue and the history. Sources for each behaviour: the fidelity table in docs/pool.md.
 """
 import os
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from snakemake_executor_plugin_htcannex.submit_values import literal
 from waiting import wait_until
 
 JobEventType = htcondor2.JobEventType
+PROTEIN_LM_SCRIPTS = Path(__file__).resolve().parents[2] / "workflows" / "protein_lm" / "scripts"
 OLD = 1_600_000_000  # 2020-09-13: an input mtime no transfer may keep
 
 
@@ -348,6 +350,20 @@ def test_a_self_checkpointing_job_restarts_in_its_own_sandbox_with_one_execute_e
     assert transfers == [Transfer.IN_STARTED, Transfer.IN_FINISHED, Transfer.OUT_STARTED, Transfer.OUT_FINISHED,
                          Transfer.OUT_STARTED, Transfer.OUT_FINISHED]
     assert in_history(backend, job, ["NumJobStarts"])["NumJobStarts"] == 1
+
+
+def test_a_self_checkpointing_job_finds_its_checkpoint_exit_code_where_the_workflow_reads_it(backend):
+    """protein_lm's training stops at a chunk boundary with the code its job ad names (job_environment.py);
+    it must read the attribute condor_submit writes for `checkpoint_exit_code`, or on a real pool it never stops."""
+    directory = backend.submit_dir()
+    read = "from protein_lm.job_environment import checkpoint_exit_code; print(checkpoint_exit_code())"
+    executable = script(directory, "job.sh", f"""\
+        {sys.executable} -c '{read}' > code.txt
+        """)
+    job = submit(backend, directory, executable, checkpoint_exit_code="85", transfer_output_files="code.txt",
+                 environment=f'"PATH=/usr/local/bin:/usr/bin:/bin PYTHONPATH={PROTEIN_LM_SCRIPTS}"')
+    assert wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)["ReturnValue"] == 0
+    assert (directory / "code.txt").read_text() == "85\n", (directory / "err").read_text()
 
 
 def test_an_evicted_job_goes_back_to_idle_and_runs_again(backend):

@@ -24,7 +24,7 @@ def test_site_from_machine_ad_then_variable(clean_env, tmp_path):
 def test_stop_only_when_the_job_ad_asks(clean_env, tmp_path):
     assert checkpoint_exit_code() is None  # local executor: keep training
     ad = tmp_path / ".job.ad"
-    ad.write_text("CheckpointExitCode = 85\nClusterId = 3\n")
+    ad.write_text("SuccessCheckpointExitCode = 85\nClusterId = 3\n")
     clean_env.setenv("_CONDOR_JOB_AD", str(ad))
     assert checkpoint_exit_code() == 85
     clean_env.setenv("PROTEIN_LM_SELF_CHECKPOINT", "continue")

@@ -10,6 +10,7 @@ import socket
 from pathlib import Path
 
 import classad2
+from htcondor_codes import CHECKPOINT_EXIT_CODE
 
 # Set to "stop" or "continue" to override what the job ad implies (tests, manual runs).
 SELF_CHECKPOINT_MODE_VARIABLE = "PROTEIN_LM_SELF_CHECKPOINT"
@@ -64,7 +65,7 @@ def checkpoint_exit_code() -> int | None:
     if mode == "continue":
         return None
     ad = job_environment_ad("_CONDOR_JOB_AD")
-    code = int(ad.eval("CheckpointExitCode")) if ad is not None and "CheckpointExitCode" in ad else None
+    code = int(ad.eval(CHECKPOINT_EXIT_CODE)) if ad is not None and CHECKPOINT_EXIT_CODE in ad else None
     if mode == "stop":
         return code or 85
     if mode not in (None, ""):
