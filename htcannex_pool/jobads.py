@@ -33,7 +33,7 @@ INTEGER_COMMANDS = {
     "checkpoint_exit_code": CHECKPOINT_EXIT_CODE,
     "max_retries": "JobMaxRetries",
     "allowed_execute_duration": "AllowedExecuteDuration",
-    "success_exit_code": "SuccessExitCode",
+    "success_exit_code": "JobSuccessExitCode",  # condor_attributes.h ATTR_JOB_SUCCESS_EXIT_CODE
     "job_max_vacate_time": "JobMaxVacateTime",
 }
 # Commands whose value is a string stored under an ad attribute.

@@ -616,7 +616,7 @@ class Scheduler:
 
     @staticmethod
     def _succeeded(ad: classad2.ClassAd, returncode: int) -> bool:
-        return returncode == ad.get("SuccessExitCode", 0)
+        return returncode == ad.get("JobSuccessExitCode", 0)
 
     def _finish_output_transfers(self):
         for running, outcome in self.output_transfers.finished():
