@@ -1,5 +1,6 @@
 """Running snakemake on the faults workflow (tests/ops/workflows/faults), reading its event log and
 its status board."""
+import contextlib
 import json
 import os
 import signal
@@ -20,6 +21,20 @@ CHAIN = ["--config", "sleep=10", "chain=1"]  # each chunk runs 10 s and reads th
 TOO_BIG = ('rule big:\n    output: "big.txt"\n    threads: 64\n'
            '    resources: mem_mb=10000000, gpu=1\n    shell: "touch {output}"\n')
 
+
+
+@contextlib.contextmanager
+def unwritable_by_the_job_owner(workdir: Path):
+    """The submit directory and its .htcannex as the job's owner finds them when it cannot write there: HTCondor
+    writes the event log and the outputs as that user (never root), so there is no event log."""
+    (workdir / ".htcannex").mkdir(exist_ok=True)
+    for directory in (workdir / ".htcannex", workdir):
+        directory.chmod(0o555)
+    try:
+        yield
+    finally:
+        for directory in (workdir, workdir / ".htcannex"):
+            directory.chmod(0o755)
 
 
 def snakemake_argv(workdir: Path, *targets: str, extra=()) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .snakemake_runs import run_snakemake
+from .snakemake_runs import TOO_BIG, run_snakemake, unwritable_by_the_job_owner
 
 PROFILE = "executor: htcannex\nhtcannex-config: htcannex.yaml\njobs: 1\n"
 
@@ -80,20 +80,23 @@ def test_an_execute_side_without_the_software_is_named(workdir, user_env, target
 
 
 @pytest.mark.slow
-def test_a_submit_directory_the_job_owner_cannot_write_is_named(workdir, user_env):
-    # HTCondor writes the event log and the outputs as the job's owner (never root): here it cannot.
-    (workdir / ".htcannex").mkdir()
-    for directory in (workdir / ".htcannex", workdir):
-        directory.chmod(0o555)
-    try:
-        result = run_snakemake(workdir, user_env, "copied.txt", extra=["--retries", "0"], timeout=120)
-    finally:
-        for directory in (workdir, workdir / ".htcannex"):
-            directory.chmod(0o755)
+@pytest.mark.parametrize("snakefile, target, said", [
+    (None, "copied.txt", ["(HoldReasonCode 12, HoldReasonSubCode 13)",
+                          "the submit directory is not writable by the user the job runs as"]),
+    # Without the event log the jobs' states come from the schedd: an idle job is still looked at (one that no
+    # slot can run waited in silence for good before).
+    (TOO_BIG, "big.txt", ["has been idle for over 3 s, and no slot can run it",
+                          "FAILS (job Requirements) TARGET.Memory >= RequestMemory"]),
+], ids=["outputs-held", "no-slot-can-run"])
+def test_a_submit_directory_the_job_owner_cannot_write_is_named(workdir, user_env, snakefile, target, said):
+    if snakefile is not None:
+        (workdir / "Snakefile").write_text(snakefile)
+    with unwritable_by_the_job_owner(workdir):
+        result = run_snakemake(workdir, user_env, target, extra=["--retries", "0"], timeout=120)
     assert result.returncode != 0
     assert "HTCondor has not created the event log" in result.stderr, result.stderr[-3000:]
-    assert "(HoldReasonCode 12, HoldReasonSubCode 13)" in result.stderr
-    assert "the submit directory is not writable by the user the job runs as" in result.stderr
+    for line in said:
+        assert line in result.stderr, result.stderr[-3000:]
 
 
 @pytest.mark.slow

@@ -57,24 +57,6 @@ def test_a_job_no_slot_can_run_fails_within_the_idle_timeout_with_the_explanatio
     assert "lower mem_mb" in result.stderr and "The job was removed" in result.stderr
 
 
-def test_without_an_event_log_a_job_no_slot_can_run_still_fails_with_the_explanation(tmp_path, user_env):
-    """Where the job's owner cannot write the submit directory HTCondor writes no event log: the jobs' states
-    come from the schedd, and an idle job is still looked at (it waited in silence for good before)."""
-    work = workflow(tmp_path, TOO_BIG)
-    (work / ".htcannex").mkdir()
-    for directory in (work / ".htcannex", work):
-        directory.chmod(0o555)
-    try:
-        result = run_snakemake(work, user_env, "big.txt", extra=["--retries", "0"], timeout=120)
-    finally:
-        for directory in (work, work / ".htcannex"):
-            directory.chmod(0o755)
-    assert result.returncode != 0
-    assert "HTCondor has not created the event log" in result.stderr, result.stderr[-3000:]
-    assert "has been idle for over 3 s, and no slot can run it" in result.stderr
-    assert "FAILS (job Requirements) TARGET.Memory >= RequestMemory" in result.stderr
-
-
 def test_a_job_no_slot_can_run_is_said_a_negotiation_cycle_after_it_was_queued(tmp_path, user_env, embedded_pool):
     """With the default idle timeout such a job would be failed only after 30 minutes of silence: it is said
     once the negotiator has had a cycle to match it (the embedded pool's: 1 s), and stays queued until the
