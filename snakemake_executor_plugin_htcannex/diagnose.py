@@ -111,7 +111,7 @@ def render_analysis(analysis: SlotAnalysis) -> list[str]:
     verdict = "matches" if analysis.matches else "does not match"
     lines = [f"  {analysis.slot} [{analysis.source}]: {verdict}"]
     unknown = []
-    for side, clauses in (("job Requirements", analysis.job_side), ("slot START", analysis.slot_side)):
+    for side, clauses in (("job Requirements", analysis.job_side), (f"slot {analysis.slot_expression}", analysis.slot_side)):
         for clause in clauses:
             if clause.fails:
                 values = ", ".join(f"{name} = {value}" for name, value in clause.values.items())

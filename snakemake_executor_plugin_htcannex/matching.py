@@ -27,6 +27,7 @@ from .site import Site
 
 ATTRIBUTE = re.compile(r"\b(?:(MY|TARGET)\.)?([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()")
 KEYWORDS = {"true", "false", "undefined", "error", "is", "isnt", "my", "target"}
+ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a clause that is only a name refers to that attribute
 
 
 @dataclass
@@ -50,7 +51,8 @@ class SlotAnalysis:
     source: str  # "catalogue" or "collector"
     site: Optional[str]
     job_side: list  # the job's Requirements against the slot
-    slot_side: list  # the slot's START against the job
+    slot_side: list  # the slot's Requirements (or START) against the job
+    slot_expression: str = "START"  # which of the two
 
     @property
     def matches(self) -> bool:
@@ -157,12 +159,27 @@ def _shown(ad: classad2.ClassAd, name: str):
 def analyse_slot(job_ad: classad2.ClassAd, slot_ad: classad2.ClassAd, *, source: str,
                  site: Optional[str] = None) -> SlotAnalysis:
     requirements = job_ad.lookup("Requirements") if "Requirements" in job_ad else "true"
-    start = slot_ad.lookup("Start") if "Start" in slot_ad else "true"
+    name, expression = _slot_requirements(slot_ad)
     return SlotAnalysis(
         slot=str(slot_ad.get("Name", site)), source=source, site=site,
         job_side=evaluate_clauses(requirements, job_ad, slot_ad),
-        slot_side=evaluate_clauses(start, slot_ad, job_ad),
+        slot_side=evaluate_clauses(expression, slot_ad, job_ad), slot_expression=name,
     )
+
+
+def _slot_requirements(slot_ad: classad2.ClassAd) -> tuple[str, str]:
+    """What a job must satisfy on the slot's side: its Requirements, which the negotiator matches (a 25.x startd
+    advertises `Requirements = Start && WithinResourceLimits`: START, and the job's Request* within the slot's
+    resources), else its START. A clause that only names another attribute of the slot is written out, so that
+    the report names the request that does not fit (`TARGET.RequestCpus <= MY.Cpus`), not `WithinResourceLimits`."""
+    if "Requirements" not in slot_ad:
+        return "START", str(slot_ad.lookup("Start")) if "Start" in slot_ad else "true"
+    clauses = []
+    for clause in split_conjunction(slot_ad.lookup("Requirements")):
+        name = clause.removeprefix("MY.")
+        named = name in slot_ad and ATTRIBUTE_NAME.fullmatch(name)
+        clauses.append(f"({slot_ad.lookup(name)})" if named else f"({clause})")
+    return "Requirements", " && ".join(clauses)
 
 
 def catalogue_slot_ad(site: Site, owner: str) -> classad2.ClassAd:

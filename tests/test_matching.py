@@ -2,7 +2,7 @@
 (`htcannex why` renders it: tests/ops/test_why.py)."""
 import classad2
 
-from snakemake_executor_plugin_htcannex.matching import evaluate_clauses, split_conjunction
+from snakemake_executor_plugin_htcannex.matching import analyse_slot, evaluate_clauses, split_conjunction
 
 
 def test_clauses_are_split_at_top_level_conjunctions_only():
@@ -23,3 +23,30 @@ def test_each_clause_is_evaluated_against_the_slot():
     assert [(clause.value if isinstance(clause.value, bool) else "undefined") for clause in clauses] == [
         False, True, "undefined"]
     assert clauses[0].values == {"TARGET.Memory": 2048, "RequestMemory": 4000}
+
+
+# A partitionable slot as a real HTCondor 25.14.0 startd advertises it (condor_status -l on the personal pool of
+# /work/shared/realpool, 2026-12-04; the disk clause's catalog terms left out): the negotiator matches a job against
+# its Requirements, START and the job's requests within the slot's resources. A 25.14.0 job's own Requirements
+# name no Cpus.
+REAL_SLOT = """
+Name = "slot1@plain-host1@vm"
+Cpus = 1
+Memory = 2048
+Disk = 100000
+Requirements = Start && WithinResourceLimits
+Start = (MY.AnnexName =?= TARGET.TargetAnnexName) && ((MY.AnnexName =?= undefined) || (TARGET.Owner == "htcuser"))
+WithinResourceLimits = MY.Cpus > 0 && TARGET.RequestCpus <= MY.Cpus && MY.Memory > 0 && TARGET.RequestMemory <= MY.Memory && MY.Disk > 0 && TARGET.RequestDisk <= MY.Disk
+"""
+
+
+def test_a_job_asking_more_cores_than_a_real_slot_has_fails_the_slots_requirements_by_name():
+    job = classad2.ClassAd({"RequestCpus": 64, "RequestMemory": 100, "RequestDisk": 10, "Owner": "htcuser"})
+    job["Requirements"] = classad2.ExprTree("(TARGET.Memory >= RequestMemory) && (TARGET.Disk >= RequestDisk)")
+    analysis = analyse_slot(job, classad2.parseOne(REAL_SLOT), source="collector")
+    assert not analysis.matches and analysis.slot_expression == "Requirements"
+    [failing] = [clause for clause in analysis.job_side + analysis.slot_side if clause.fails]
+    assert failing.text == "TARGET.RequestCpus <= MY.Cpus"
+    assert failing.values == {"TARGET.RequestCpus": 64, "MY.Cpus": 1}
+    fits = classad2.ClassAd({"RequestCpus": 1, "RequestMemory": 100, "RequestDisk": 10, "Owner": "htcuser"})
+    assert analyse_slot(fits, classad2.parseOne(REAL_SLOT), source="collector").matches

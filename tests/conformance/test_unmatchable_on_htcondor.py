@@ -14,10 +14,20 @@ from htcondor_codes import param_seconds
 pytestmark = pytest.mark.slow
 
 
+# Fits every slot's memory, but no slot has 64 cores: a 25.14.0 job's Requirements name no Cpus, the slot's
+# Requirements do (WithinResourceLimits), and only they tell that no slot can run it.
+TOO_MANY_CORES = ('rule big:\n    output: "big.txt"\n    threads: 64\n'
+                  '    resources: mem_mb=100\n    shell: "touch {output}"\n')
+
+
+@pytest.mark.parametrize("snakefile, fails", [
+    (TOO_BIG, "FAILS (job Requirements) TARGET.Memory >= RequestMemory"),
+    (TOO_MANY_CORES, "FAILS (slot Requirements) TARGET.RequestCpus <= MY.Cpus"),
+], ids=["too-big", "too-many-cores"])
 @pytest.mark.parametrize("event_log", [True, False], ids=["event-log", "no-event-log"])
 def test_on_htcondor_a_job_no_slot_can_run_is_said_a_negotiation_cycle_after_it_was_queued(htcondor, workdir, env,
-                                                                                          event_log):
-    (workdir / "Snakefile").write_text(TOO_BIG)
+                                                                                          event_log, snakefile, fails):
+    (workdir / "Snakefile").write_text(snakefile)
     # HTCondor writes the event log as the job's owner (on the realpool htcuser, not root, who runs this): a
     # .htcannex that Snakemake creates as root has none, and the jobs' states come from the schedd instead.
     if event_log:
@@ -29,14 +39,15 @@ def test_on_htcondor_a_job_no_slot_can_run_is_said_a_negotiation_cycle_after_it_
     deadline.start()
     try:
         said = read_until(snakemake, "Change what the rule asks for (the FAILS lines), or press Ctrl-C.")
-        queued = htcondor.schedd.query('HtcannexRule == "big" && JobStatus == 1', ["ClusterId", "ProcId"])
+        queued = htcondor.schedd.query(f'HtcannexRule == "big" && JobStatus == 1 && Iwd == "{workdir}"',
+                                       ["ClusterId", "ProcId"])
         snakemake.send_signal(signal.SIGINT)
         rest, _ = snakemake.communicate(timeout=120)
     finally:
         deadline.cancel()
         snakemake.kill()
     assert f"has been idle for over {interval:g} s, and no slot can run it" in said, said[-3000:]
-    assert "FAILS (job Requirements) TARGET.Memory >= RequestMemory" in said
+    assert fails in said
     assert "it is removed and fails once it has been idle for 600 s (the idle timeout)" in said  # workdir's 10m
     [job] = queued  # not failed at the first look
     assert "Terminating processes on user request" in rest and "Traceback" not in said + rest
