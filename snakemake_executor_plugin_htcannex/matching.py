@@ -27,7 +27,6 @@ from .site import Site
 
 ATTRIBUTE = re.compile(r"\b(?:(MY|TARGET)\.)?([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()")
 KEYWORDS = {"true", "false", "undefined", "error", "is", "isnt", "my", "target"}
-ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a clause that is only a name refers to that attribute
 
 
 @dataclass
@@ -177,7 +176,7 @@ def _slot_requirements(slot_ad: classad2.ClassAd) -> tuple[str, str]:
     clauses = []
     for clause in split_conjunction(slot_ad.lookup("Requirements")):
         name = clause.removeprefix("MY.")
-        named = name in slot_ad and ATTRIBUTE_NAME.fullmatch(name)
+        named = name.isidentifier() and name in slot_ad  # a clause that is only a name refers to that attribute
         clauses.append(f"({slot_ad.lookup(name)})" if named else f"({clause})")
     return "Requirements", " && ".join(clauses)
 
