@@ -291,9 +291,13 @@ class ClusterBuilder:
         clauses = []
         if get("requirements") is not None:
             clauses.append(f"({_expression('requirements', get('requirements'))})")
-        clauses += [f'(TARGET.Arch == "{MACHINE_ARCH}")', '(TARGET.OpSys == "LINUX")',
-                    "(TARGET.Disk >= RequestDisk)", "(TARGET.Memory >= RequestMemory)",
-                    "(TARGET.Cpus >= RequestCpus)"]
+        clauses += [f'(TARGET.Arch == "{MACHINE_ARCH}")', '(TARGET.OpSys == "LINUX")', "(TARGET.Disk >= RequestDisk)"]
+        # As condor_submit (submit_utils.cpp SetRequirements): memory and cores only when more than 1 is asked;
+        # a slot's own Requirements judge every request (htcondor_codes.within_resource_limits).
+        if ad["RequestMemory"] > 1:
+            clauses.append("(TARGET.Memory >= RequestMemory)")
+        if ad["RequestCpus"] > 1:
+            clauses.append("(TARGET.Cpus >= RequestCpus)")
         if "RequestGPUs" in ad:
             clauses.append("(TARGET.GPUs >= RequestGPUs)")
             if "RequireGPUs" in ad:

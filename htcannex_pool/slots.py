@@ -1,7 +1,8 @@
 """Execute slots: the pool's ordinary slots and the annexes' slots, as ClassAds.
 
-Slots are static (one job per slot; no partitionable slots). Annex slots use
-the START expression of HTCondor's annexes: only jobs that name the annex in
+Slots are static (one job per slot; no partitionable slots). Each advertises a
+startd's Requirements, START and the job's requests within the slot's resources
+(htcondor_codes.SLOT_REQUIREMENTS). Annex slots use the START expression of HTCondor's annexes: only jobs that name the annex in
 `TargetAnnexName` and belong to the annex's owner. Ordinary slots take only
 jobs that target no annex, so a job aimed at an annex that is not up waits
 for it, as on a real access point.
@@ -12,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 import classad2
-from htcondor_codes import annex_start
+from htcondor_codes import SLOT_REQUIREMENTS, annex_start, within_resource_limits
 
 from .jobads import MACHINE_ARCH
 
@@ -46,7 +47,8 @@ def _slot_ad(*, name: str, machine: str, cpus: int, memory_mb: int, gpus: int,
                             f"Capability = {gpu_capability} ]" for i in range(gpus))
         ad["AvailableGPUs"] = classad2.ExprTree("{ " + devices + " }")
     ad["Start"] = classad2.ExprTree(start)
-    ad["Requirements"] = classad2.ExprTree("START")
+    ad["Requirements"] = classad2.ExprTree(SLOT_REQUIREMENTS)
+    ad["WithinResourceLimits"] = classad2.ExprTree(within_resource_limits(("GPUs",) if gpus else ()))
     return ad
 
 

@@ -1,6 +1,6 @@
 """HTCondor's numbers for a job's status and for why it is held, the START expression of an
-annex's slots, and the durations read from HTCondor's configuration: plain values, shared by the
-plugin and the embedded pool (which writes and applies them as a real pool does).
+annex's slots, a slot's Requirements, and the durations read from HTCondor's configuration: plain
+values, shared by the plugin and the embedded pool (which writes and applies them as a real pool does).
 
 Sources (HTCondor 25.x manual, docs/codes-other-values/ in the source tree):
 - JobStatus: job-status-codes.rst; htcondor2 already has the enum, so it is used as is.
@@ -15,7 +15,7 @@ import htcondor2
 from htcondor2 import JobStatus
 
 __all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start", "param_seconds",
-           "CHECKPOINT_EXIT_CODE", "WANT_FT_ON_CHECKPOINT"]
+           "CHECKPOINT_EXIT_CODE", "WANT_FT_ON_CHECKPOINT", "SLOT_REQUIREMENTS", "within_resource_limits"]
 
 # The job ad attributes of a self-checkpointing job: condor_submit's `checkpoint_exit_code` is stored as
 # SuccessCheckpointExitCode (condor_attributes.h ATTR_CHECKPOINT_EXIT_CODE), and with it submit_utils.cpp sets
@@ -70,6 +70,22 @@ def annex_start(owner: str) -> str:
     to its owner. HTCondor's annex pilot configures it (src/condor_scripts/annex/spark.sh and the
     other site scripts); the plugin judges jobs against it, the embedded pool's annexes apply it."""
     return f'(MY.AnnexName =?= TARGET.TargetAnnexName) && (TARGET.Owner == "{owner}")'
+
+
+# What a startd advertises as a slot's Requirements, which the negotiator matches a job against: its START,
+# and the job's requests within the slot's resources (src/condor_startd.V6/Reqexp.cpp publish_requirements; seen
+# on a real 25.14.0 pool). A job that asks more than a slot has fails here, whatever its own Requirements say.
+SLOT_REQUIREMENTS = "Start && WithinResourceLimits"
+
+
+def within_resource_limits(machine_resources: tuple[str, ...] = ()) -> str:
+    """A slot's WithinResourceLimits (src/condor_startd.V6/ResAttributes.cpp withinLimitsExpression, without
+    CATALOG_SPACE or STARTD_JOB_HAS_REQUEST_ATTRS): cores, memory and disk, then a term for each custom machine
+    resource the slot has (GPUs on a GPU machine)."""
+    return ("MY.Cpus > 0 && TARGET.RequestCpus <= MY.Cpus && MY.Memory > 0 && TARGET.RequestMemory <= MY.Memory && "
+            "MY.Disk > 0 && TARGET.RequestDisk <= MY.Disk"
+            + "".join(f" && (TARGET.Request{name} is UNDEFINED || MY.{name} >= TARGET.Request{name})"
+                      for name in machine_resources))
 
 
 def param_seconds(name: str) -> float:

@@ -110,13 +110,17 @@ def _analyses(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue],
 def render_analysis(analysis: SlotAnalysis) -> list[str]:
     verdict = "matches" if analysis.matches else "does not match"
     lines = [f"  {analysis.slot} [{analysis.source}]: {verdict}"]
-    unknown = []
+    unknown, fixes = [], set()
     for side, clauses in (("job Requirements", analysis.job_side), (f"slot {analysis.slot_expression}", analysis.slot_side)):
         for clause in clauses:
             if clause.fails:
                 values = ", ".join(f"{name} = {value}" for name, value in clause.values.items())
                 lines.append(f"    FAILS ({side}) {clause.text}   [{values}]")
-                lines.append(f"      -> {_fix_for(clause.text)}")
+                # A request too big fails on both sides (the job's clause and the slot's WithinResourceLimits): one fix.
+                fix = _fix_for(clause.text)
+                if fix not in fixes:
+                    fixes.add(fix)
+                    lines.append(f"      -> {fix}")
             elif clause.unknown:
                 unknown.append(clause.text)
     if unknown:

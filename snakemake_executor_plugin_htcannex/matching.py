@@ -1,9 +1,9 @@
-"""Match analysis: does a job's Requirements hold on a slot, and does the slot's START take the job,
-clause by clause.
+"""Match analysis: does a job's Requirements hold on a slot, and do the slot's Requirements (START, and
+the job's requests within its resources) take the job, clause by clause.
 
-It splits the job's Requirements and each slot's START into their `&&` clauses and evaluates
-every clause with classad2 against the other side (what `condor_q -better-analyze` does), so a
-reader sees *which* clause fails. Used by `htcannex why` (diagnose.py renders it) and by
+It splits the job's Requirements and each slot's Requirements (or, without them, its START) into their
+`&&` clauses and evaluates every clause with classad2 against the other side (what `condor_q
+-better-analyze` does), so a reader sees *which* clause fails. Used by `htcannex why` (diagnose.py renders it) and by
 recovery.py (is a waiting job stuck on its annex; which site can take it instead).
 
 Slot ads come from two places: the site catalogue (`catalogue_slot_ad`: one ad per site, built
@@ -21,7 +21,7 @@ from typing import Optional
 
 import classad2
 import htcondor2
-from htcondor_codes import annex_start
+from htcondor_codes import SLOT_REQUIREMENTS, annex_start, within_resource_limits
 
 from .site import Site
 
@@ -182,10 +182,13 @@ def _slot_requirements(slot_ad: classad2.ClassAd) -> tuple[str, str]:
 
 
 def catalogue_slot_ad(site: Site, owner: str) -> classad2.ClassAd:
-    """One slot of `site`'s annex as the catalogue describes it (what the annex would offer)."""
+    """One slot of `site`'s annex as the catalogue describes it (what the annex would offer), judged as
+    its startd's would be: by its Requirements (the catalogue states no disk: that clause is not judged)."""
     shape = site.slot_shape()
     ad = classad2.ClassAd({"Name": f"{site.name} (catalogue)", "Cpus": shape["cpus"],
                            "Memory": shape["memory_mb"], "GPUs": shape["gpus"]})
+    ad["Requirements"] = classad2.ExprTree(SLOT_REQUIREMENTS)
+    ad["WithinResourceLimits"] = classad2.ExprTree(within_resource_limits(("GPUs",) if shape["gpus"] else ()))
     if site.kind == "annex":
         ad["AnnexName"] = site.annex_name
         ad["Start"] = classad2.ExprTree(annex_start(owner))

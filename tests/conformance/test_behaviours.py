@@ -133,6 +133,32 @@ def test_a_job_whose_annex_is_not_up_stays_idle(backend):
         remove(backend, job)
 
 
+def _words(expression) -> str:
+    return " ".join(str(expression).split()).lower()
+
+
+def test_a_slot_judges_every_request_and_a_job_names_its_cores_only_when_it_asks_more_than_one(backend):
+    directory = backend.submit_dir()
+    executable = script(directory, "job.sh", "exit 0\n")
+    one, many = (submit(backend, directory, executable, request_cpus=cpus, hold="true") for cpus in ("1", "64"))
+    try:
+        # condor_submit writes a cores clause only above one core; the slots' own Requirements judge every
+        # request, so a job asking 64 cores matches no 1-core slot whatever its Requirements say.
+        requirements = {job: _words(job_ad(backend, job, ["Requirements"])["Requirements"]) for job in (one, many)}
+        assert "requestcpus" not in requirements[one]
+        assert "target.cpus >= requestcpus" in requirements[many]
+        slots = backend.collector.query(htcondor2.AdTypes.Startd, "true", ["Name", "Requirements",
+                                                                         "WithinResourceLimits"])
+        assert slots
+        for slot in slots:
+            assert _words(slot["Requirements"]) == "start && withinresourcelimits", slot["Name"]
+            assert "target.requestcpus <= my.cpus" in _words(slot["WithinResourceLimits"]), slot["Name"]
+            assert "target.requestmemory <= my.memory" in _words(slot["WithinResourceLimits"]), slot["Name"]
+    finally:
+        for job in (one, many):
+            remove(backend, job)
+
+
 def test_file_transfer_gives_inputs_the_transfer_time_and_remaps_outputs(backend):
     directory = backend.submit_dir()
     for name, mtime in (("a.txt", OLD), ("b.txt", OLD + 366 * 86400)):

@@ -14,8 +14,8 @@ from htcondor_codes import param_seconds
 pytestmark = pytest.mark.slow
 
 
-# Fits every slot's memory, but no slot has 64 cores: a 25.14.0 job's Requirements name no Cpus, the slot's
-# Requirements do (WithinResourceLimits), and only they tell that no slot can run it.
+# Fits every slot's memory, but no slot has 64 cores: the slots' Requirements say so (WithinResourceLimits), as
+# does the job's own cores clause (condor_submit writes one above one core).
 TOO_MANY_CORES = ('rule big:\n    output: "big.txt"\n    threads: 64\n'
                   '    resources: mem_mb=100\n    shell: "touch {output}"\n')
 

@@ -59,7 +59,7 @@ def test_job_waiting_for_an_annex_that_is_not_up_says_so(embedded_pool, tmp_path
     for site in "abc":
         block = out.split(f"{site} (catalogue) [catalogue]: does not match")[1]
         assert "FAILS (job Requirements) TARGET.GPUs >= RequestGPUs" in block.split("[catalogue]")[0]
-    assert ("FAILS (slot START) MY.AnnexName is TARGET.TargetAnnexName   "
+    assert ("FAILS (slot Requirements) MY.AnnexName is TARGET.TargetAnnexName   "
             "[MY.AnnexName = htcannex-a, TARGET.TargetAnnexName = htcannex-b]") in out
 
 
