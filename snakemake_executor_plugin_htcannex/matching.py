@@ -1,10 +1,11 @@
 """Match analysis: does a job's Requirements hold on a slot, and do the slot's Requirements (START, and
 the job's requests within its resources) take the job, clause by clause.
 
-It splits the job's Requirements and each slot's Requirements (or, without them, its START) into their
-`&&` clauses and evaluates every clause with classad2 against the other side (what `condor_q
--better-analyze` does), so a reader sees *which* clause fails. Used by `htcannex why` (diagnose.py renders it) and by
-recovery.py (is a waiting job stuck on its annex; which site can take it instead).
+It splits the job's Requirements and each slot's Requirements (or, without them, its START) into
+their `&&` clauses and evaluates every clause with classad2 against the other side (what
+`condor_q -better-analyze` does), so a reader sees *which* clause fails. Used by `htcannex why`
+(diagnose.py renders it) and by recovery.py (is a waiting job stuck on its annex; which site can
+take it instead).
 
 Slot ads come from two places: the site catalogue (`catalogue_slot_ad`: one ad per site, built
 from `Site.slot_shape()`, so a site whose annex is not up can still be judged) and the live
