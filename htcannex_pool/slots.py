@@ -3,9 +3,9 @@
 Slots are static (one job per slot; no partitionable slots). Each advertises a
 startd's Requirements: START, and the job's requests within the slot's resources
 (htcondor_codes.SLOT_REQUIREMENTS). Annex slots use the START expression of HTCondor's
-annexes: only jobs that name the annex in `TargetAnnexName` and belong to the annex's owner. Ordinary slots take only
-jobs that target no annex, so a job aimed at an annex that is not up waits
-for it, as on a real access point.
+annexes: only jobs that name the annex in `TargetAnnexName` and belong to the annex's owner.
+Ordinary slots take only jobs that target no annex, so a job aimed at an annex that is not up
+waits for it, as on a real access point.
 """
 import platform
 import shutil
