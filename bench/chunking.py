@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from .common import PYTHON, REPO, BenchError, header, load, run_timed, spread
+from .common import PYTHON, REPO, BenchError, header, load, met, run_timed, spread
 
 WORKFLOW = REPO / "workflows" / "protein_lm"
 PACKAGE_DIR = WORKFLOW / "scripts"
@@ -91,7 +91,7 @@ def run(args) -> None:
           f"[min-max]): chunks of >= {per_process / (GOAL - 1):.0f} s of training (wall; "
           f"{per_process_cpu / (GOAL - 1):.0f} s of CPU) keep the ratio <= {GOAL}")
     print(f"   goal <= {FIXED_CPU_GOAL_S:g} s of CPU per extra chunk (outside training, median): "
-          f"{'met' if per_process_cpu <= FIXED_CPU_GOAL_S else 'NOT met'}")
+          f"{met(per_process_cpu <= FIXED_CPU_GOAL_S)}")
 
 
 def print_ratio(walls: dict, training_s: float, also: str = "") -> None:
@@ -101,7 +101,7 @@ def print_ratio(walls: dict, training_s: float, also: str = "") -> None:
     ratio = statistics.median(split) / statistics.median(one)
     fastest = min(split) / min(one)
     print(f"   ratio {ratio:.3f} wall{also}, {fastest:.3f} wall of the fastest repeats (least slowed by other load); "
-          f"goal <= {GOAL}: {'met' if ratio <= GOAL else 'NOT met'} at {training_s:.1f} s of training per chunk")
+          f"goal <= {GOAL}: {met(ratio <= GOAL)} at {training_s:.1f} s of training per chunk")
     widest = max(max(values) / min(values) for values in walls.values()) - 1
     if widest > GOAL - 1:
         print(f"   (repeats of one variant differ by up to {widest:.0%}, more than the {GOAL - 1:.0%} the goal allows: "

@@ -47,6 +47,11 @@ class Timed:
     cpu_parts: dict[str, float] | None = None  # cpu_s by process, where a benchmark splits it
 
 
+def met(ok: bool) -> str:
+    """How every benchmark says whether a goal of issue 15 is met."""
+    return "met" if ok else "NOT met"
+
+
 class BenchError(RuntimeError):
     """A measured command failed: the numbers would mean nothing."""
 

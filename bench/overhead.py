@@ -43,7 +43,7 @@ import psutil
 import yaml
 
 from . import htcondor_pool
-from .common import REPO, SNAKEMAKE, bench_env, header, load, run_timed, spread
+from .common import REPO, SNAKEMAKE, bench_env, header, load, met, run_timed, spread
 
 # Each job writes the time its command ran (the latency's clock) as its output, as a
 # `shell:`, `script:` or `run:` rule: the three ways a Snakemake job runs its code.
@@ -247,7 +247,7 @@ def _link_latencies(workdir: Path) -> list[float]:
 
 
 def _verdict(ratio: float, goal: float | None) -> str:
-    return "" if goal is None else f"   goal <= {goal}x: {'met' if ratio <= goal else 'NOT met'}"
+    return "" if goal is None else f"   goal <= {goal}x: {met(ratio <= goal)}"
 
 
 def _percentile(values, fraction: float) -> float:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from .common import REPO, SNAKEMAKE, bench_env, header, load, run_timed, spread
+from .common import REPO, SNAKEMAKE, bench_env, header, load, met, run_timed, spread
 
 SNAKEFILE = """\
 # {runs} runs x {chunks} chunks; chunk k resumes from checkpoint k-1 (as protein_lm's train_chunk).
@@ -92,10 +92,10 @@ def run(args) -> None:
             ratios = [mine / local for mine, local in zip(cpu, local_cpu)]
             # Judged on CPU: the process is single-threaded, so its CPU time is its wall time on
             # an idle core; wall time here depends on what else the shared machine runs.
-            met = (statistics.median(cpu) < GOAL_S and statistics.median(rss) < GOAL_MIB
-                   and statistics.median(ratios) <= GOAL_RATIO)
+            within_goal = (statistics.median(cpu) < GOAL_S and statistics.median(rss) < GOAL_MIB
+                           and statistics.median(ratios) <= GOAL_RATIO)
             verdict = ("" if name == "local -n, defaults" else
-                       f"  goal (<{GOAL_S:.0f} s CPU, <={GOAL_RATIO}x local, <1 GiB) {'met' if met else 'NOT met'}")
+                       f"  goal (<{GOAL_S:.0f} s CPU, <={GOAL_RATIO}x local, <1 GiB) {met(within_goal)}")
             print(f"     {name:18} wall {spread(wall):>20} s  CPU {spread(cpu):>20} s  peak RSS {spread(rss):>18} MiB  "
                   f"{spread(ratios)}x local CPU, fastest {min(cpu) / min(local_cpu):.3g}x{verdict}")
         with_defaults = [t.cpu_s for t in results["local -n, defaults"]]
