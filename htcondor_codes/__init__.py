@@ -80,8 +80,9 @@ SLOT_REQUIREMENTS = "Start && WithinResourceLimits"
 
 def within_resource_limits(machine_resources: tuple[str, ...] = ()) -> str:
     """A slot's WithinResourceLimits (src/condor_startd.V6/ResAttributes.cpp withinLimitsExpression, without
-    CATALOG_SPACE or STARTD_JOB_HAS_REQUEST_ATTRS): cores, memory and disk, then a term for each custom machine
-    resource the slot has (GPUs on a GPU machine)."""
+    STARTD_JOB_HAS_REQUEST_ATTRS): cores, memory and disk, then a term for each custom machine resource the slot
+    has (GPUs on a GPU machine). A 25.14.0 startd subtracts the space of the job's requested catalogs from
+    RequestDisk; htcannex's jobs request none, so the disk term is RequestDisk alone."""
     return ("MY.Cpus > 0 && TARGET.RequestCpus <= MY.Cpus && MY.Memory > 0 && TARGET.RequestMemory <= MY.Memory && "
             "MY.Disk > 0 && TARGET.RequestDisk <= MY.Disk"
             + "".join(f" && (TARGET.Request{name} is UNDEFINED || MY.{name} >= TARGET.Request{name})"
