@@ -31,6 +31,7 @@ from htcondor_codes import param_seconds
 
 from . import protocol
 from .policy import PolicyConfigError, PoolPolicy
+from .transfer import PLUGIN_METHODS
 
 DEFAULT_SPOOL = Path(".htcannex/pool")
 RESPAWN_AFTER_S = 3.0
@@ -70,6 +71,9 @@ def _checked_slots(slots) -> list[dict]:
             if not isinstance(value, int) or value <= 0:
                 raise PoolRequestError(f"Pool(slots=...): slot {index} needs {key} as a positive integer, "
                                        f"got {value!r} (e.g. {{'cpus': 2, 'memory_mb': 4096}})")
+        if not isinstance(slot.get("transfer_methods", ""), str):
+            raise PoolRequestError(f"Pool(slots=...): slot {index}'s transfer_methods must be a string of URL "
+                                   f"methods, got {slot['transfer_methods']!r} (e.g. 'osdf,https')")
     return list(slots)
 
 
@@ -287,11 +291,15 @@ class Pool:
 
     def create_annex(self, name: str, *, owner: str, nodes: int = 1, cpus: int, memory_mb: int,
                      gpus: int = 0, gpu_memory_mb: int = 0, gpu_capability: float = 0.0,
-                     lifetime_s: float, startup_delay_s: float = 0.0, comes_up: bool = True) -> None:
+                     lifetime_s: float, startup_delay_s: float = 0.0, comes_up: bool = True,
+                     transfer_methods: str = PLUGIN_METHODS) -> None:
+        """An annex of `nodes` slots; `transfer_methods` are the URL methods its starters' plugins serve
+        (HasFileTransferPluginMethods; "" for an execute point without plugins)."""
         self.request("create_annex", spec={
             "name": name, "owner": owner, "nodes": nodes, "cpus": cpus, "memory_mb": memory_mb,
             "gpus": gpus, "gpu_memory_mb": gpu_memory_mb, "gpu_capability": gpu_capability,
-            "lifetime_s": lifetime_s, "startup_delay_s": startup_delay_s, "comes_up": comes_up})
+            "lifetime_s": lifetime_s, "startup_delay_s": startup_delay_s, "comes_up": comes_up,
+            "transfer_methods": transfer_methods})
 
     def remove_annex(self, name: str) -> None:
         self.request("remove_annex", name=name)

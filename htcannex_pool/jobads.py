@@ -48,6 +48,12 @@ NOTIFICATIONS = {"never": 0, "always": 1, "complete": 2, "error": 3, "start": 4}
 # Signals by name (SIGINT) or number, kept as the name.
 SIGNAL_COMMANDS = {"kill_sig": "KillSig", "remove_kill_sig": "RemoveKillSig"}
 MACHINE_ARCH = platform.machine().upper().replace("AMD64", "X86_64")
+# The pool's FILESYSTEM_DOMAIN, HTCondor's default ($(FULL_HOSTNAME)): the submit machine's and every slot's.
+FILESYSTEM_DOMAIN = platform.node() or "localhost"
+# Universes whose jobs may transfer files (submit_utils.cpp mightTransfer); a container job is a vanilla job there.
+TRANSFERRING_UNIVERSES = {UNIVERSES["vanilla"], UNIVERSES["container"]}
+# The clause of a job that runs on the submit machine's filesystem (should_transfer_files NO or IF_NEEDED).
+SAME_FILESYSTEM = "(TARGET.FileSystemDomain == MY.FileSystemDomain)"
 
 
 class SubmitError(ValueError):
@@ -233,15 +239,28 @@ class ClusterBuilder:
         should = get("should_transfer_files", "YES").strip().upper()
         if should not in ("YES", "NO", "IF_NEEDED"):
             raise SubmitError(f"should_transfer_files = {should} is invalid: use YES, NO or IF_NEEDED")
-        # One machine: IF_NEEDED finds the submit directory shared, so it means NO.
-        ad["ShouldTransferFiles"] = "YES" if should == "YES" else "NO"
-        when = get("when_to_transfer_output", "ON_EXIT").strip().upper()
+        # Kept as written, as condor_submit keeps it. Every slot shares the submit machine's FileSystemDomain, so
+        # IF_NEEDED finds the submit directory shared and transfers nothing, as NO (the pool transfers for YES).
+        ad["ShouldTransferFiles"] = should
+        if should != "YES":  # submit_utils.cpp: the domain the job's shared-filesystem clause compares
+            ad["FileSystemDomain"] = FILESYSTEM_DOMAIN
+        given = get("when_to_transfer_output")
+        when = (given or "ON_EXIT").strip().upper()
         if when not in ("ON_EXIT", "ON_SUCCESS", "ON_EXIT_OR_EVICT"):
             raise SubmitError(f"when_to_transfer_output = {when} is invalid: use ON_EXIT, ON_SUCCESS "
                               "or ON_EXIT_OR_EVICT")
-        ad["WhenToTransferOutput"] = when
+        if should != "NO":
+            ad["WhenToTransferOutput"] = when
+        elif given is not None:
+            # submit_utils.cpp SetTransferFiles: without file transfer nothing comes back (a 25.14.0 job ad has no
+            # WhenToTransferOutput then), and a when_to_transfer_output contradicts it.
+            raise SubmitError(f"when_to_transfer_output = {when} contradicts should_transfer_files = NO: "
+                              "leave when_to_transfer_output out, or transfer files (YES)")
         ad["PreserveRelativePaths"] = _boolean("preserve_relative_paths",
                                                get("preserve_relative_paths", "false"))
+        if should == "NO" and (get("transfer_input_files") is not None or get("transfer_output_files") is not None):
+            raise SubmitError("transfer_input_files or transfer_output_files name files to transfer, but "
+                              "should_transfer_files = NO: set it to YES or leave the lists out")
         for command, attribute in (("transfer_input_files", "TransferInput"),
                                    ("transfer_output_files", "TransferOutput"),
                                    ("transfer_checkpoint_files", "TransferCheckpoint"),
@@ -288,21 +307,87 @@ class ClusterBuilder:
             ad["RequireGPUs"] = classad2.ExprTree(" && ".join(clauses))
 
     def _set_requirements(self, ad, get):
-        clauses = []
+        """condor_submit's Requirements (submit_utils.cpp SetRequirements, as a 25.14.0 schedd stores them): the
+        user's, then a clause for each fact the job needs of a slot that the user's do not judge already.
+        Memory and cores only when more than 1 is asked; a slot's own Requirements judge every request
+        (htcondor_codes.within_resource_limits)."""
+        clauses, judged = [], set()
         if get("requirements") is not None:
-            clauses.append(f"({_expression('requirements', get('requirements'))})")
-        clauses += [f'(TARGET.Arch == "{MACHINE_ARCH}")', '(TARGET.OpSys == "LINUX")', "(TARGET.Disk >= RequestDisk)"]
-        # As condor_submit (submit_utils.cpp SetRequirements): memory and cores only when more than 1 is asked;
-        # a slot's own Requirements judge every request (htcondor_codes.within_resource_limits).
+            user = _expression("requirements", get("requirements"))
+            clauses.append(f"({user})")
+            judged = _slot_attributes_named(ad, user)
+        if "arch" not in judged:
+            clauses.append(f'(TARGET.Arch == "{MACHINE_ARCH}")')
+        if "opsys" not in judged:
+            clauses.append('(TARGET.OpSys == "LINUX")')
+        transfers = ad["JobUniverse"] in TRANSFERRING_UNIVERSES
+        if "disk" in judged or not transfers:
+            clauses.append("(TARGET.Disk >= RequestDisk)")
+        elif ad["RequestDisk"] > 0:
+            # A 25.12+ starter takes the space of common files off RequestDisk itself, so the slot's
+            # WithinResourceLimits judges it there.
+            clauses.append('(versionGE(split(TARGET.CondorVersion)[1], "25.12.0") || (TARGET.Disk >= RequestDisk))')
         if ad["RequestMemory"] > 1:
             clauses.append("(TARGET.Memory >= RequestMemory)")
-        if ad["RequestCpus"] > 1:
+        if ad["RequestCpus"] > 1 and "cpus" not in judged:
             clauses.append("(TARGET.Cpus >= RequestCpus)")
         if "RequestGPUs" in ad:
             clauses.append("(TARGET.GPUs >= RequestGPUs)")
             if "RequireGPUs" in ad:
                 clauses.append("(countMatches(MY.RequireGPUs, TARGET.AvailableGPUs) >= RequestGPUs)")
+        if transfers:
+            clauses += _file_transfer_clause(ad, judged)
+        if ad.get(WANT_FT_ON_CHECKPOINT) is True and "hasselfcheckpointtransfers" not in judged:
+            clauses.append("TARGET.HasSelfCheckpointTransfers")
         ad["Requirements"] = classad2.ExprTree(" && ".join(clauses))
+
+
+def _slot_attributes_named(ad: classad2.ClassAd, expression: classad2.ExprTree) -> set[str]:
+    """The slot attributes an expression names (TARGET's, and names the job ad lacks), lower-cased: condor_submit
+    leaves out its own clause for a fact the user's requirements judge (SetRequirements' machine_refs)."""
+    names = set()
+    for reference in ad.externalRefs(expression):
+        scope, _, name = reference.rpartition(".")
+        if scope.upper() != "MY":
+            names.add(name.lower())
+    return names
+
+
+def url_methods(ad: classad2.ClassAd) -> list[str]:
+    """The transfer plugin methods a job's URLs need (input URLs, an output destination, remaps to URLs), as
+    condor_submit lists them in WantTransferPluginMethods: the scheme, or its part after a `+`, `-` or `.`."""
+    urls = [name for name in file_list(ad.get("TransferInput", "")) if "://" in name]
+    urls += [ad["OutputDestination"]] if "://" in ad.get("OutputDestination", "") else []
+    urls += [remap.partition("=")[2].strip() for remap in ad.get("TransferOutputRemaps", "").split(";")
+             if "://" in remap.partition("=")[2]]
+    methods = {}
+    for url in urls:
+        method = re.split(r"[+.-]", url.split("://", 1)[0])[-1]
+        methods.setdefault(method.lower(), method)  # a case-insensitive set, as classad::References
+    return [methods[key] for key in sorted(methods)]
+
+
+def _file_transfer_clause(ad: classad2.ClassAd, judged: set[str]) -> list[str]:
+    """The clause that a slot can give the job its files: the submit machine's filesystem (NO), file transfer
+    (YES; with a recent enough starter for checkpoint files, relative paths or ON_SUCCESS, and a plugin for each
+    URL method), or either (IF_NEEDED). Sets WantTransferPluginMethods, as condor_submit does."""
+    should = ad["ShouldTransferFiles"]
+    if should == "NO":
+        return [] if "filesystemdomain" in judged else [SAME_FILESYSTEM]
+    methods = url_methods(ad)
+    if methods:
+        ad["WantTransferPluginMethods"] = ",".join(methods)
+    if "hasfiletransfer" in judged:
+        return []
+    checks = ["TARGET.HasFileTransfer"]
+    if ("TransferCheckpoint" in ad or ad.get("PreserveRelativePaths") is True
+            or ad["WhenToTransferOutput"] == "ON_SUCCESS"):
+        checks.append('versioncmp(split(TARGET.CondorVersion)[1], "8.9.7") >= 0')
+    if "hasfiletransferpluginmethods" not in judged:
+        checks += [f'stringListIMember("{method}", TARGET.HasFileTransferPluginMethods)' for method in methods]
+    if should == "IF_NEEDED" and "filesystemdomain" not in judged:
+        return [f"({SAME_FILESYSTEM} || ({' && '.join(checks)}))"]
+    return [f"({' && '.join(checks)})"]
 
 
 def build_cluster(items: dict[str, str], procs: list[dict[str, str]], *, cluster: int,

@@ -284,6 +284,9 @@ class Scheduler:
             if not isinstance(spec.get(field), (int, float)) or spec[field] <= 0:
                 raise RequestError(f"create_annex {name}: {field} must be a positive number, "
                                    f"got {spec.get(field)!r}")
+        if not isinstance(spec.get("transfer_methods", ""), str):
+            raise RequestError(f"create_annex {name}: transfer_methods must be a string of URL methods "
+                               f"(e.g. \"osdf,https\"), got {spec['transfer_methods']!r}")
         annex = Annex({**spec, "created": time.time()})
         self.annexes[name] = annex
         self.store.save_annex(annex.spec)

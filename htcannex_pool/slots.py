@@ -13,11 +13,16 @@ import time
 from dataclasses import dataclass, field
 
 import classad2
-from htcondor_codes import SLOT_REQUIREMENTS, annex_start, within_resource_limits
+import htcondor2
+from htcondor_codes import SLOT_REQUIREMENTS, STARTER_CAPABILITIES, annex_start, within_resource_limits
 
-from .jobads import MACHINE_ARCH
+from .jobads import FILESYSTEM_DOMAIN, MACHINE_ARCH
+from .transfer import PLUGIN_METHODS
 
 ORDINARY_START = "(TARGET.TargetAnnexName is undefined)"
+# The version a slot's starter advertises, which jobs' Requirements compare: the pool stands for the HTCondor
+# of its htcondor2 bindings.
+CONDOR_VERSION = htcondor2.version()
 
 
 @dataclass
@@ -32,12 +37,16 @@ class Slot:
 
 def _slot_ad(*, name: str, machine: str, cpus: int, memory_mb: int, gpus: int,
              gpu_memory_mb: int, gpu_capability: float, start: str, disk_kib: int,
-             extra: dict) -> classad2.ClassAd:
+             transfer_methods: str, extra: dict) -> classad2.ClassAd:
     ad = classad2.ClassAd({
         "MyType": "Machine", "Name": name, "Machine": machine, "Arch": MACHINE_ARCH,
         "OpSys": "LINUX", "Cpus": cpus, "Memory": memory_mb, "Disk": disk_kib, "GPUs": gpus,
-        "State": "Unclaimed", "Activity": "Idle", "DaemonStartTime": int(time.time()), **extra,
+        "State": "Unclaimed", "Activity": "Idle", "DaemonStartTime": int(time.time()),
+        "FileSystemDomain": FILESYSTEM_DOMAIN, "CondorVersion": CONDOR_VERSION, **STARTER_CAPABILITIES, **extra,
     })
+    # The URL methods the slot's transfer plugins serve; a starter without plugins advertises none.
+    if transfer_methods:
+        ad["HasFileTransferPluginMethods"] = transfer_methods
     # The resources the startd provisions (what the execute event reports, compat_classad_util.cpp).
     ad["MachineResources"] = "Cpus Disk Memory" + (" GPUs" if gpus else "")
     if gpus:
@@ -63,7 +72,8 @@ def ordinary_slots(specs: list[dict], disk_kib: int) -> list[Slot]:
                           memory_mb=spec["memory_mb"], gpus=spec.get("gpus", 0),
                           gpu_memory_mb=spec.get("gpu_memory_mb", 0),
                           gpu_capability=spec.get("gpu_capability", 0.0),
-                          start=ORDINARY_START, disk_kib=disk_kib, extra={}))
+                          start=ORDINARY_START, disk_kib=disk_kib,
+                          transfer_methods=spec.get("transfer_methods", PLUGIN_METHODS), extra={}))
             for i, spec in enumerate(specs, start=1)]
 
 
@@ -97,6 +107,7 @@ class Annex:
                           cpus=spec["cpus"], memory_mb=spec["memory_mb"], gpus=spec["gpus"],
                           gpu_memory_mb=spec["gpu_memory_mb"], gpu_capability=spec["gpu_capability"],
                           start=annex_start(spec["owner"]), disk_kib=disk_kib,
+                          transfer_methods=spec.get("transfer_methods", PLUGIN_METHODS),
                           extra={"AnnexName": spec["name"], "IsAnnex": True,
                                  "AnnexLifetimeEnd": int(self.ends_at())}))
             for node in range(1, spec["nodes"] + 1)]

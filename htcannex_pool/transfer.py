@@ -27,6 +27,9 @@ from .jobads import file_list
 from .permissions import writable_by
 
 OSDF_PREFIX = "osdf://"
+# The URL methods this transfer serves (origin_path), which the pool's slots advertise as their starters'
+# HasFileTransferPluginMethods unless a slot or annex is given others.
+PLUGIN_METHODS = "osdf"
 STDOUT, STDERR = "_condor_stdout", "_condor_stderr"
 JOB_AD, MACHINE_AD = ".job.ad", ".machine.ad"
 # Files the starter itself puts in the sandbox: never outputs or checkpoint files.

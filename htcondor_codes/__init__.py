@@ -15,7 +15,8 @@ import htcondor2
 from htcondor2 import JobStatus
 
 __all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start", "param_seconds",
-           "CHECKPOINT_EXIT_CODE", "WANT_FT_ON_CHECKPOINT", "SLOT_REQUIREMENTS", "within_resource_limits"]
+           "CHECKPOINT_EXIT_CODE", "WANT_FT_ON_CHECKPOINT", "SLOT_REQUIREMENTS", "within_resource_limits",
+           "STARTER_CAPABILITIES"]
 
 # The job ad attributes of a self-checkpointing job: condor_submit's `checkpoint_exit_code` is stored as
 # SuccessCheckpointExitCode (condor_attributes.h ATTR_CHECKPOINT_EXIT_CODE), and with it submit_utils.cpp sets
@@ -76,6 +77,11 @@ def annex_start(owner: str) -> str:
 # and the job's requests within the slot's resources (src/condor_startd.V6/Reqexp.cpp publish_requirements; seen
 # on a real 25.14.0 pool). A job that asks more than a slot has fails here, whatever its own Requirements say.
 SLOT_REQUIREMENTS = "Start && WithinResourceLimits"
+
+
+# What every 25.x starter advertises in its slot's ad, whatever its site (starter_v61_main.cpp printClassAd): the
+# job's file-transfer clause and a self-checkpointing job's clause judge them.
+STARTER_CAPABILITIES = {"HasFileTransfer": True, "HasSelfCheckpointTransfers": True}
 
 
 def within_resource_limits(machine_resources: tuple[str, ...] = ()) -> str:

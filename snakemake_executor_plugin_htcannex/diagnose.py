@@ -26,6 +26,17 @@ FIXES = (
                "raise the site's memory in htcannex.yaml if the queue allows it"),
     ("Cpus", "the job asks for more cores (threads) than a slot here has: lower threads"),
     ("Disk", "the job asks for more disk (resources: disk_mb) than a slot here has"),
+    ("HasFileTransferPluginMethods", "no transfer plugin here serves the job's URLs (its WantTransferPluginMethods, "
+                                     "e.g. osdf): install the OSDF client on the execute point (HTCondor's "
+                                     "tarballs and the pelican-osdf-compat package have it), or send the rule to a "
+                                     "site whose execute points have it"),
+    ("CondorVersion", "the execute point's HTCondor is too old for the job's file transfer (checkpoint files, "
+                      "relative paths): ask the site for a current HTCondor"),
+    ("HasFileTransfer", "the execute point does not transfer files: use a site whose execute points do"),
+    ("FileSystemDomain", "the job reads its files where they are (--htcannex-shared-fs), so only slots of the "
+                         "submit machine's FileSystemDomain take it: leave shared-fs off to transfer its files"),
+    ("HasSelfCheckpointTransfers", "the execute point cannot transfer a self-checkpointing job's checkpoint files: "
+                                   "use a site with a current HTCondor"),
     ("AnnexName", "the job targets another annex (MY.TargetAnnexName); the rotation chose another site"),
     ("Owner", "the annex runs only its owner's jobs: create it as the user who submits"),
 )

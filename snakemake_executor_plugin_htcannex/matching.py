@@ -22,7 +22,7 @@ from typing import Optional
 
 import classad2
 import htcondor2
-from htcondor_codes import SLOT_REQUIREMENTS, annex_start, within_resource_limits
+from htcondor_codes import SLOT_REQUIREMENTS, STARTER_CAPABILITIES, annex_start, within_resource_limits
 
 from .site import Site
 
@@ -160,11 +160,23 @@ def analyse_slot(job_ad: classad2.ClassAd, slot_ad: classad2.ClassAd, *, source:
                  site: Optional[str] = None) -> SlotAnalysis:
     requirements = job_ad.lookup("Requirements") if "Requirements" in job_ad else "true"
     name, expression = _slot_requirements(slot_ad)
+    job_side = evaluate_clauses(requirements, job_ad, slot_ad)
+    if source == "catalogue":
+        job_side = [_unstated(clause) for clause in job_side]
     return SlotAnalysis(
         slot=str(slot_ad.get("Name", site)), source=source, site=site,
-        job_side=evaluate_clauses(requirements, job_ad, slot_ad),
-        slot_side=evaluate_clauses(expression, slot_ad, job_ad), slot_expression=name,
+        job_side=job_side, slot_side=evaluate_clauses(expression, slot_ad, job_ad), slot_expression=name,
     )
+
+
+def _unstated(clause: Clause) -> Clause:
+    """A clause that fails only for want of a fact the catalogue does not state is not judged: some functions
+    give false, not undefined, for an undefined argument (`stringListIMember("osdf",
+    TARGET.HasFileTransferPluginMethods)` on a site whose transfer plugins the catalogue does not list)."""
+    unstated = any(value == "undefined" and not name.startswith("MY.") for name, value in clause.values.items())
+    if clause.fails and unstated:
+        return Clause(clause.text, classad2.Value.Undefined, clause.values)
+    return clause
 
 
 def _slot_requirements(slot_ad: classad2.ClassAd) -> tuple[str, str]:
@@ -184,10 +196,11 @@ def _slot_requirements(slot_ad: classad2.ClassAd) -> tuple[str, str]:
 
 def catalogue_slot_ad(site: Site, owner: str) -> classad2.ClassAd:
     """One slot of `site`'s annex as the catalogue describes it (what the annex would offer), judged as
-    its startd's would be: by its Requirements (the catalogue states no disk: that clause is not judged)."""
+    its startd's would be: by its Requirements. It has what every starter advertises (file transfer); the
+    catalogue states no disk, HTCondor version or transfer plugins: the clauses on those are not judged."""
     shape = site.slot_shape()
     ad = classad2.ClassAd({"Name": f"{site.name} (catalogue)", "Cpus": shape["cpus"],
-                           "Memory": shape["memory_mb"], "GPUs": shape["gpus"]})
+                           "Memory": shape["memory_mb"], "GPUs": shape["gpus"], **STARTER_CAPABILITIES})
     ad["Requirements"] = classad2.ExprTree(SLOT_REQUIREMENTS)
     ad["WithinResourceLimits"] = classad2.ExprTree(within_resource_limits(("GPUs",) if shape["gpus"] else ()))
     if site.kind == "annex":

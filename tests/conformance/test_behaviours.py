@@ -41,6 +41,7 @@ def submit(backend, directory: Path, executable: str, **commands) -> str:
                    "when_to_transfer_output": "ON_EXIT", "request_memory": "64MB", "request_disk": "10MB",
                    # HTCondor starts a job without PATH; the scripts use sh, stat, sleep, python3
                    "environment": '"PATH=/usr/local/bin:/usr/bin:/bin"', **commands}
+    description = {command: value for command, value in description.items() if value is not None}  # None: left out
     result = backend.schedd.submit(htcondor2.Submit(description))
     return f"{result.cluster()}.{result.first_proc()}"
 
@@ -156,6 +157,45 @@ def test_a_slot_judges_every_request_and_a_job_names_its_cores_only_when_it_asks
             assert "target.requestmemory <= my.memory" in _words(slot["WithinResourceLimits"]), slot["Name"]
     finally:
         for job in (one, many):
+            remove(backend, job)
+
+
+def test_a_job_s_requirements_ask_a_slot_for_its_file_transfer_as_condor_submit_writes_them(backend):
+    directory = backend.submit_dir()
+    executable = script(directory, "job.sh", "exit 0\n")
+    (directory / "in.txt").write_text("input\n")
+    # What htcannex writes for a chunk that hands its checkpoint on through OSDF, and the shared-filesystem kinds.
+    transferring = submit(backend, directory, executable, transfer_input_files="in.txt, osdf:///ospool/run/ckpt-1.pt",
+                          when_to_transfer_output="ON_SUCCESS", preserve_relative_paths="true", hold="true")
+    shared, either = (submit(backend, directory, executable, should_transfer_files=should, hold="true",
+                             when_to_transfer_output=when) for should, when in (("NO", None), ("IF_NEEDED", "ON_EXIT")))
+    try:
+        ads = {job: job_ad(backend, job) for job in (transferring, shared, either)}
+        requirements = {job: _words(ad["Requirements"]) for job, ad in ads.items()}
+        # A 25.12+ starter judges the disk itself; checkpoint files, relative paths and ON_SUCCESS need 8.9.7;
+        # an osdf:// URL needs a plugin that serves osdf.
+        assert ('(versionge(split(target.condorversion)[1],"25.12.0") || (target.disk >= requestdisk))'
+                in requirements[transferring])
+        assert ('(target.hasfiletransfer && versioncmp(split(target.condorversion)[1],"8.9.7") >= 0 && '
+                'stringlistimember("osdf",target.hasfiletransferpluginmethods))') in requirements[transferring]
+        assert ads[transferring]["WantTransferPluginMethods"] == "osdf"
+        assert "FileSystemDomain" not in ads[transferring]
+        assert requirements[shared].endswith("&& (target.filesystemdomain == my.filesystemdomain)")
+        assert "WhenToTransferOutput" not in ads[shared]  # nothing comes back
+        assert requirements[either].endswith("&& ((target.filesystemdomain == my.filesystemdomain) || "
+                                             "(target.hasfiletransfer))")
+        assert ads[either]["ShouldTransferFiles"] == "IF_NEEDED"
+        slots = backend.collector.query(htcondor2.AdTypes.Startd, "true", [])
+        assert slots
+        for slot in slots:
+            # Every starter transfers files, checkpoints too, and is recent; the slots share the submit machine's
+            # filesystem here, so a shared-filesystem job matches them.
+            assert (slot["HasFileTransfer"], slot["HasSelfCheckpointTransfers"]) == (True, True), slot["Name"]
+            version = classad2.ExprTree('versionGE(split(TARGET.CondorVersion)[1], "25.12.0")')
+            assert version.eval(scope=ads[transferring], target=slot) is True, slot["CondorVersion"]
+            assert slot["FileSystemDomain"] == ads[shared]["FileSystemDomain"] == ads[either]["FileSystemDomain"]
+    finally:
+        for job in (transferring, shared, either):
             remove(backend, job)
 
 

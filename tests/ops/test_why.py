@@ -156,3 +156,28 @@ def test_a_job_waiting_for_a_busy_partitionable_slot_is_not_unmatchable():
     job["RequestCpus"] = 64
     assert any("FAILS (job Requirements) TARGET.Cpus >= RequestCpus   [TARGET.Cpus = 4" in line
                for line in never_matches(job, None, Collector()))
+
+
+def test_a_job_whose_osdf_url_no_plugin_on_the_annex_serves_is_told_to_use_an_execute_point_that_has_one(
+        embedded_pool, tmp_path):
+    # An annex whose execute points serve https only (HTCondor built without Pelican advertises no osdf either).
+    embedded_pool.create_annex("htcannex-a", owner=getpass.getuser(), cpus=1, memory_mb=2048, lifetime_s=600,
+                               transfer_methods="https")
+    job = submit(embedded_pool, tmp_path, should_transfer_files="YES", when_to_transfer_output="ON_SUCCESS",
+                 transfer_input_files="osdf:///ospool/run0/ckpt-1.pt", preserve_relative_paths="true",
+                 **{"MY.TargetAnnexName": '"htcannex-a"'})
+    deadline = time.time() + 10
+    while not embedded_pool.collector().query(htcondor2.AdTypes.Startd, 'AnnexName == "htcannex-a"', ["Name"]):
+        assert time.time() < deadline, "annex did not come up"
+        time.sleep(0.1)
+    time.sleep(1)  # negotiation cycles: the job stays idle
+    out = why(embedded_pool, job).stdout
+    assert f"job {job} (rule train) is idle" in out
+    live = out.split("slot1@htcannex-a-host1 [collector]: does not match")[1].split("[catalogue]")[0]
+    assert ('FAILS (job Requirements) stringListIMember("osdf",TARGET.HasFileTransferPluginMethods)   '
+            '[TARGET.HasFileTransferPluginMethods = https]') in live
+    assert "install the OSDF client on the execute point" in live
+    # The catalogue does not say which plugins a site's execute points have: not judged there, nor failed.
+    catalogue = out.split("a (catalogue) [catalogue]: matches")[1].split("[catalogue]")[0]
+    [unknown] = [line for line in catalogue.splitlines() if "not judged (the catalogue does not say): " in line]
+    assert 'stringListIMember("osdf",TARGET.HasFileTransferPluginMethods)' in unknown

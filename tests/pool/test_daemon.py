@@ -176,6 +176,7 @@ def test_cli_start_status_stop(spool):
 @pytest.mark.parametrize("slots, message", [
     ([{"cpus": 2}], "slot 0 needs memory_mb"),
     ([{"cpus": 1, "memory_mb": 100}, {"cpus": "2", "memory_mb": 100}], "slot 1 needs cpus"),
+    ([{"cpus": 1, "memory_mb": 100, "transfer_methods": ["osdf"]}], "slot 0's transfer_methods must be a string"),
 ])
 def test_bad_ordinary_slots_are_refused_before_starting(spool, slots, message):
     with pytest.raises(PoolRequestError, match=message):

@@ -200,6 +200,20 @@ def test_bad_submit_is_rejected_and_nothing_queued(pool, submit_dir, command, va
     assert pool.status()["running"]
 
 
+@pytest.mark.parametrize("commands, message", [
+    ({"should_transfer_files": "NO", "when_to_transfer_output": "ON_EXIT"},
+     "when_to_transfer_output = ON_EXIT contradicts should_transfer_files = NO"),
+    ({"should_transfer_files": "NO", "transfer_input_files": "in.txt"},
+     "name files to transfer, but should_transfer_files = NO"),
+])
+def test_file_transfer_commands_that_contradict_each_other_are_refused_as_condor_submit_refuses_them(
+        pool, submit_dir, commands, message):
+    script(submit_dir, "job.sh", "exit 0\n")
+    with pytest.raises(PoolRequestError, match=message):
+        submit(pool, {"executable": "job.sh", **commands})
+    assert pool.schedd().query() == []
+
+
 def test_missing_executable_is_rejected(pool, submit_dir):
     with pytest.raises(PoolRequestError, match="executable = nothere.sh"):
         submit(pool, {"executable": "nothere.sh"})
