@@ -17,11 +17,18 @@ from pathlib import Path
 
 import classad2
 import htcondor2
-from htcondor_codes import CHECKPOINT_EXIT_CODE, SUBMITTED_ON_HOLD_REASON, WANT_FT_ON_CHECKPOINT, HoldCode, JobStatus
+from htcondor_codes import (CHECKPOINT_EXIT_CODE, IMAGE_KINDS, SUBMITTED_ON_HOLD_REASON, WANT_FT_ON_CHECKPOINT, HoldCode,
+                            JobStatus, image_kind)
 
 from . import quoting, units
 
-UNIVERSES = {"vanilla": 5, "local": 12, "container": 14}
+UNIVERSES = {"vanilla": 5, "local": 12}
+# `universe = container` is a topping of vanilla, not a universe (submit_utils.cpp SetUniverse): JobUniverse 5 and
+# WantContainer, as for a vanilla or local job that names a container_image.
+CONTAINER_TOPPING = "container"
+# Image URL schemes the container runtime pulls itself: condor_submit never transfers those
+# (process_container_input_files), and records the scheme as the job's ContainerImageSource.
+PULLED_IMAGE_SCHEMES = ("docker", "oras")
 # Commands whose value is a ClassAd expression stored under an ad attribute.
 EXPRESSION_COMMANDS = {
     "periodic_release": "PeriodicRelease",
@@ -50,8 +57,8 @@ SIGNAL_COMMANDS = {"kill_sig": "KillSig", "remove_kill_sig": "RemoveKillSig"}
 MACHINE_ARCH = platform.machine().upper().replace("AMD64", "X86_64")
 # The pool's FILESYSTEM_DOMAIN, HTCondor's default ($(FULL_HOSTNAME)): the submit machine's and every slot's.
 FILESYSTEM_DOMAIN = platform.node() or "localhost"
-# Universes whose jobs may transfer files (submit_utils.cpp mightTransfer); a container job is a vanilla job there.
-TRANSFERRING_UNIVERSES = {UNIVERSES["vanilla"], UNIVERSES["container"]}
+# Universes whose jobs may transfer files (submit_utils.cpp mightTransfer); a container job is a vanilla job.
+TRANSFERRING_UNIVERSES = {UNIVERSES["vanilla"]}
 # The clause of a job that runs on the submit machine's filesystem (should_transfer_files NO or IF_NEEDED).
 SAME_FILESYSTEM = "(TARGET.FileSystemDomain == MY.FileSystemDomain)"
 
@@ -191,18 +198,26 @@ class ClusterBuilder:
 
     def _set_universe(self, ad, get):
         universe = get("universe", "vanilla").strip().lower()
+        topping = universe == CONTAINER_TOPPING
+        universe = "vanilla" if topping else universe
         if universe not in UNIVERSES:
             raise SubmitError(f"universe = {universe} is not supported by the embedded pool "
-                              f"(supported: {', '.join(UNIVERSES)})")
+                              f"(supported: {', '.join([*UNIVERSES, CONTAINER_TOPPING])})")
         ad["JobUniverse"] = UNIVERSES[universe]
-        if universe == "container":
-            image = get("container_image")
-            if not image:
-                raise SubmitError("universe = container needs container_image")
-            ad["ContainerImage"] = image.strip()
+        image = (get("container_image") or "").strip()
+        if topping and not image:
+            raise SubmitError("container jobs require a container_image")  # condor_submit's words
+        if image:  # a container job, whichever way it was asked for
+            ad["WantContainer"] = True
+            ad["ContainerImage"] = image
+            ad[IMAGE_KINDS[image_kind(image)][0]] = True
 
     def _set_executable(self, ad, get, iwd: Path):
         executable = get("executable")
+        if not executable and ad.get("WantContainer"):
+            # condor_submit lets the image's own runscript run (Cmd ""); the pool has no container runtime.
+            raise SubmitError("no executable: the embedded pool runs a container job's executable itself (it has no "
+                              "container runtime to run the image's runscript); give `executable = PATH`")
         if not executable:
             raise SubmitError("no executable: the submit description needs `executable = PATH`")
         transfer = _boolean("transfer_executable", get("transfer_executable", "true"))
@@ -262,11 +277,15 @@ class ClusterBuilder:
             raise SubmitError("transfer_input_files or transfer_output_files name files to transfer, but "
                               "should_transfer_files = NO: set it to YES or leave the lists out")
         for command, attribute in (("transfer_input_files", "TransferInput"),
-                                   ("transfer_output_files", "TransferOutput"),
-                                   ("transfer_checkpoint_files", "TransferCheckpoint"),
+                                   ("transfer_output_files", "TransferOutput")):
+            if get(command) is not None:  # rejoined without spaces, as SetTransferFiles joins its lists
+                ad[attribute] = ",".join(file_list(get(command)))
+        for command, attribute in (("transfer_checkpoint_files", "TransferCheckpoint"),
                                    ("output_destination", "OutputDestination")):
             if get(command) is not None:
                 ad[attribute] = get(command).strip()
+        if ad.get("WantContainer"):
+            self._set_container_transfer(ad, get, should)
         remaps = get("transfer_output_remaps")
         if remaps is not None:
             remaps = remaps.strip().strip('"')
@@ -278,6 +297,31 @@ class ClusterBuilder:
                   if "://" not in name]
         # condor_submit's default request_disk is the job's DiskUsage: its input size.
         ad["DiskUsage"] = max(1, sum(path.stat().st_size for path in inputs if path.is_file()) // 1024)
+
+    @staticmethod
+    def _set_container_transfer(ad, get, should: str):
+        """How the image reaches the execute point (submit_utils.cpp process_container_input_files): last in the
+        job's input files, sent by HTCondor's own file transfer ("cedar") or fetched from its URL, which then runs
+        under its file name; pulled by the runtime itself (docker://, oras://); or, with `transfer_container =
+        false`, read where it is, on a filesystem the execute point shares ("local")."""
+        image = ad["ContainerImage"]
+        if get("transfer_container") is not None:
+            ad["TransferContainer"] = _boolean("transfer_container", get("transfer_container"))
+            if not ad["TransferContainer"]:
+                ad["ContainerImageSource"] = "local"
+                return
+        scheme = image.split("://", 1)[0].lower() if "://" in image else None
+        if scheme in PULLED_IMAGE_SCHEMES:
+            ad["ContainerImageSource"] = scheme
+            return
+        if should == "NO":
+            raise SubmitError(f"container_image = {image} is transferred to the job, but should_transfer_files = NO: "
+                              "set transfer_container = false for an image on the shared filesystem, or transfer "
+                              "files (YES)")
+        ad["TransferInput"] = ",".join([*file_list(ad.get("TransferInput", "")), image])
+        ad["ContainerImageSource"] = scheme or "cedar"
+        if scheme:
+            ad["ContainerImage"] = image.rstrip("/").rsplit("/", 1)[-1]
 
     def _set_resources(self, ad, get):
         try:
@@ -318,7 +362,10 @@ class ClusterBuilder:
             judged = _slot_attributes_named(ad, user)
         if "arch" not in judged:
             clauses.append(f'(TARGET.Arch == "{MACHINE_ARCH}")')
-        if "opsys" not in judged:
+        if ad.get("WantContainer"):
+            # No OpSys clause: the image brings its own. A runtime, and one that runs this kind of image.
+            clauses += ["TARGET.HasContainer", f"TARGET.{IMAGE_KINDS[image_kind(ad['ContainerImage'])][1]}"]
+        elif "opsys" not in judged:
             clauses.append('(TARGET.OpSys == "LINUX")')
         transfers = ad["JobUniverse"] in TRANSFERRING_UNIVERSES
         if "disk" in judged or not transfers:

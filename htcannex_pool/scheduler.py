@@ -27,7 +27,6 @@ PERIODIC_INTERVAL_S = 1.0  # HTCondor's PERIODIC_EXPR_INTERVAL, shortened for a 
 MEMORY_SAMPLE_S = 0.1
 # Attributes a client may not edit: they identify the job or are the schedd's to change.
 PROTECTED_ATTRIBUTES = {"clusterid", "procid", "jobstatus", "mytype", "owner"}
-CONTAINER_UNIVERSE = 14
 
 
 def _record_usage(ad: classad2.ClassAd, running: starter.RunningJob):
@@ -287,6 +286,8 @@ class Scheduler:
         if not isinstance(spec.get("transfer_methods", ""), str):
             raise RequestError(f"create_annex {name}: transfer_methods must be a string of URL methods "
                                f"(e.g. \"osdf,https\"), got {spec['transfer_methods']!r}")
+        if not isinstance(spec.get("containers", True), bool):
+            raise RequestError(f"create_annex {name}: containers must be true or false, got {spec['containers']!r}")
         annex = Annex({**spec, "created": time.time()})
         self.annexes[name] = annex
         self.store.save_annex(annex.spec)
@@ -445,19 +446,6 @@ class Scheduler:
     def _checkpoint_dir(self, key: tuple[int, int]) -> Path:
         return self.checkpoint_dir / _job_id(key)
 
-    def _check_container_image(self, ad: classad2.ClassAd):
-        image = ad["ContainerImage"]
-        if image.startswith(transfer.OSDF_PREFIX):
-            path = transfer.origin_path(self.origin, image)
-        elif "://" in image:
-            return  # a registry image (docker://...): nothing here can check it
-        else:
-            path = Path(ad["Iwd"], image)
-        if not path.exists():
-            raise transfer.TransferError(
-                HoldCode.TransferInputError, 2,
-                f"Transfer input files failure: container_image {image} does not exist ({path})")
-
     def _start(self, ad: classad2.ClassAd, slot: Slot):
         key = _key(ad)
         ad["NumJobStarts"] += 1
@@ -472,8 +460,6 @@ class Scheduler:
             self._hold(ad, str(error), HoldCode.Unspecified, 0)
             return
         try:
-            if ad["JobUniverse"] == CONTAINER_UNIVERSE:
-                self._check_container_image(job)
             received = 0
             if ad["ShouldTransferFiles"] == "YES":
                 log.transfer("input", finished=False)

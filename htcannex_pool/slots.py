@@ -2,7 +2,8 @@
 
 Slots are static (one job per slot; no partitionable slots). Each advertises a
 startd's Requirements: START, and the job's requests within the slot's resources
-(htcondor_codes.SLOT_REQUIREMENTS). Annex slots use the START expression of HTCondor's
+(htcondor_codes.SLOT_REQUIREMENTS); what its starter can do (file transfer, its URL
+plugins' methods); and, unless told otherwise, a container runtime (Apptainer's image kinds). Annex slots use the START expression of HTCondor's
 annexes: only jobs that name the annex in `TargetAnnexName` and belong to the annex's owner.
 Ordinary slots take only jobs that target no annex, so a job aimed at an annex that is not up
 waits for it, as on a real access point.
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 
 import classad2
 import htcondor2
-from htcondor_codes import SLOT_REQUIREMENTS, STARTER_CAPABILITIES, annex_start, within_resource_limits
+from htcondor_codes import CONTAINER_RUNTIME, SLOT_REQUIREMENTS, STARTER_CAPABILITIES, annex_start, within_resource_limits
 
 from .jobads import FILESYSTEM_DOMAIN, MACHINE_ARCH
 from .transfer import PLUGIN_METHODS
@@ -37,7 +38,7 @@ class Slot:
 
 def _slot_ad(*, name: str, machine: str, cpus: int, memory_mb: int, gpus: int,
              gpu_memory_mb: int, gpu_capability: float, start: str, disk_kib: int,
-             transfer_methods: str, extra: dict) -> classad2.ClassAd:
+             transfer_methods: str, containers: bool, extra: dict) -> classad2.ClassAd:
     ad = classad2.ClassAd({
         "MyType": "Machine", "Name": name, "Machine": machine, "Arch": MACHINE_ARCH,
         "OpSys": "LINUX", "Cpus": cpus, "Memory": memory_mb, "Disk": disk_kib, "GPUs": gpus,
@@ -47,6 +48,10 @@ def _slot_ad(*, name: str, machine: str, cpus: int, memory_mb: int, gpus: int,
     # The URL methods the slot's transfer plugins serve; a starter without plugins advertises none.
     if transfer_methods:
         ad["HasFileTransferPluginMethods"] = transfer_methods
+    # As an execute point with Apptainer, which runs every kind of image; the pool runs a container job's
+    # executable itself.
+    if containers:
+        ad.update(CONTAINER_RUNTIME)
     # The resources the startd provisions (what the execute event reports, compat_classad_util.cpp).
     ad["MachineResources"] = "Cpus Disk Memory" + (" GPUs" if gpus else "")
     if gpus:
@@ -73,7 +78,8 @@ def ordinary_slots(specs: list[dict], disk_kib: int) -> list[Slot]:
                           gpu_memory_mb=spec.get("gpu_memory_mb", 0),
                           gpu_capability=spec.get("gpu_capability", 0.0),
                           start=ORDINARY_START, disk_kib=disk_kib,
-                          transfer_methods=spec.get("transfer_methods", PLUGIN_METHODS), extra={}))
+                          transfer_methods=spec.get("transfer_methods", PLUGIN_METHODS),
+                          containers=spec.get("containers", True), extra={}))
             for i, spec in enumerate(specs, start=1)]
 
 
@@ -108,7 +114,7 @@ class Annex:
                           gpu_memory_mb=spec["gpu_memory_mb"], gpu_capability=spec["gpu_capability"],
                           start=annex_start(spec["owner"]), disk_kib=disk_kib,
                           transfer_methods=spec.get("transfer_methods", PLUGIN_METHODS),
-                          extra={"AnnexName": spec["name"], "IsAnnex": True,
+                          containers=spec.get("containers", True), extra={"AnnexName": spec["name"], "IsAnnex": True,
                                  "AnnexLifetimeEnd": int(self.ends_at())}))
             for node in range(1, spec["nodes"] + 1)]
 

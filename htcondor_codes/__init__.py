@@ -16,7 +16,7 @@ from htcondor2 import JobStatus
 
 __all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start", "param_seconds",
            "CHECKPOINT_EXIT_CODE", "WANT_FT_ON_CHECKPOINT", "SLOT_REQUIREMENTS", "within_resource_limits",
-           "STARTER_CAPABILITIES"]
+           "STARTER_CAPABILITIES", "CONTAINER_RUNTIME", "IMAGE_KINDS", "image_kind"]
 
 # The job ad attributes of a self-checkpointing job: condor_submit's `checkpoint_exit_code` is stored as
 # SuccessCheckpointExitCode (condor_attributes.h ATTR_CHECKPOINT_EXIT_CODE), and with it submit_utils.cpp sets
@@ -82,6 +82,22 @@ SLOT_REQUIREMENTS = "Start && WithinResourceLimits"
 # What every 25.x starter advertises in its slot's ad, whatever its site (starter_v61_main.cpp printClassAd): the
 # job's file-transfer clause and a self-checkpointing job's clause judge them.
 STARTER_CAPABILITIES = {"HasFileTransfer": True, "HasSelfCheckpointTransfers": True}
+
+# A container job's image, by kind (submit_utils.cpp image_type_from_string): the job attribute condor_submit sets
+# for it, and the slot attribute the job's Requirements then ask for (SetRequirements), which a starter advertises
+# when its container runtime (Apptainer) runs that kind. Every container job also asks for HasContainer.
+IMAGE_KINDS = {"docker": ("WantDockerImage", "HasDockerURL"), "sif": ("WantSIF", "HasSIF"),
+               "sandbox": ("WantSandboxImage", "HasSandboxImage")}
+CONTAINER_RUNTIME = {"HasContainer": True, **{slot: True for _, slot in IMAGE_KINDS.values()}}
+
+
+def image_kind(image: str) -> str:
+    """A container image's kind as condor_submit reads it: a `docker:` reference, a `.sif` file, or else an
+    unpacked (sandbox) directory."""
+    image = image.strip()
+    if image.startswith("docker:"):
+        return "docker"
+    return "sif" if image.endswith(".sif") else "sandbox"
 
 
 def within_resource_limits(machine_resources: tuple[str, ...] = ()) -> str:

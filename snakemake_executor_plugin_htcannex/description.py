@@ -256,6 +256,14 @@ def _command(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict
                                    "without spaces or commas")
         commands["universe"] = "container"
         commands["container_image"] = image
+        if options.shared_fs and not image.startswith("docker://"):
+            # condor_submit transfers an image unless told it is on a shared filesystem, and refuses that
+            # transfer with should_transfer_files = NO (seen on a real 25.14.0 pool).
+            if image.startswith("osdf://"):
+                raise SubmitValueError(spec.rule, "container", image,
+                                       "with --htcannex-shared-fs nothing is transferred, and an osdf:// image "
+                                       "must be: give the image's path on the shared filesystem")
+            commands["transfer_container"] = "false"
     else:
         commands["universe"] = "vanilla"
     commands["executable"] = argv[0]

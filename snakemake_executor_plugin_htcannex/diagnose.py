@@ -17,7 +17,7 @@ from .holds import Hold
 from .matching import SlotAnalysis, analyse_slot, catalogue_slot_ad, live_slots
 from .schedd import job_id as schedd_job_id
 
-# What to change when a clause fails, keyed by an attribute the clause names.
+# What to change when a clause fails, keyed by an attribute the clause names (a regular expression).
 FIXES = (
     ("RequireGPUs", "the slot's GPUs are too small or too old for gpu_memory / gpu_capability: lower them "
                     "or rotate the rule to a site with bigger GPUs"),
@@ -37,6 +37,11 @@ FIXES = (
                          "submit machine's FileSystemDomain take it: leave shared-fs off to transfer its files"),
     ("HasSelfCheckpointTransfers", "the execute point cannot transfer a self-checkpointing job's checkpoint files: "
                                    "use a site with a current HTCondor"),
+    # One fix for the runtime and the kind of image it runs (htcondor_codes.IMAGE_KINDS), which fail together.
+    ("(?:HasContainer|HasSIF|HasDockerURL|HasSandboxImage)",
+     "the execute point has no container runtime (Apptainer) that runs the job's image (a .sif file, a docker:// "
+     "reference or a directory): send the rule to a site whose execute points have one, or give another kind of "
+     "image"),
     ("AnnexName", "the job targets another annex (MY.TargetAnnexName); the rotation chose another site"),
     ("Owner", "the annex runs only its owner's jobs: create it as the user who submits"),
 )
@@ -134,9 +139,8 @@ def render_analysis(analysis: SlotAnalysis) -> list[str]:
                     lines.append(f"      -> {fix}")
             elif clause.unknown:
                 unknown.append(clause.text)
-    if unknown:
-        why = "the catalogue does not say" if analysis.source == "catalogue" else "undefined on this slot"
-        lines.append(f"    not judged ({why}): {'; '.join(unknown)}")
+    if unknown:  # only the catalogue's slots leave clauses unjudged (matching.analyse_slot)
+        lines.append(f"    not judged (the catalogue does not say): {'; '.join(unknown)}")
     return lines
 
 

@@ -10,7 +10,8 @@ take it instead).
 Slot ads come from two places: the site catalogue (`catalogue_slot_ad`: one ad per site, built
 from `Site.slot_shape()`, so a site whose annex is not up can still be judged) and the live
 collector (`live_slots`: the real slots of annexes that are up). Facts the catalogue does not
-state (Arch, Disk...) evaluate to `undefined` there and are reported as unknown, not as failures.
+state (Arch, Disk...) evaluate to `undefined` there and are reported as unknown, not as failures; on a
+live slot an undefined clause fails, as it does in the negotiator.
 
 classad2's ExprTree has no API to walk a parse tree (it offers eval, simplify and its unparsed
 text only), so clauses are split on the unparsed text at top-level `&&`, outside parentheses and
@@ -161,12 +162,20 @@ def analyse_slot(job_ad: classad2.ClassAd, slot_ad: classad2.ClassAd, *, source:
     requirements = job_ad.lookup("Requirements") if "Requirements" in job_ad else "true"
     name, expression = _slot_requirements(slot_ad)
     job_side = evaluate_clauses(requirements, job_ad, slot_ad)
+    slot_side = evaluate_clauses(expression, slot_ad, job_ad)
     if source == "catalogue":
         job_side = [_unstated(clause) for clause in job_side]
-    return SlotAnalysis(
-        slot=str(slot_ad.get("Name", site)), source=source, site=site,
-        job_side=job_side, slot_side=evaluate_clauses(expression, slot_ad, job_ad), slot_expression=name,
-    )
+    else:
+        job_side, slot_side = ([_live(clause) for clause in side] for side in (job_side, slot_side))
+    return SlotAnalysis(slot=str(slot_ad.get("Name", site)), source=source, site=site,
+                        job_side=job_side, slot_side=slot_side, slot_expression=name)
+
+
+def _live(clause: Clause) -> Clause:
+    """On a slot in the collector a clause that is undefined (an attribute the slot does not advertise, such as
+    HasContainer where no container runtime is installed) or an error fails: the negotiator matches only when
+    both Requirements are true."""
+    return Clause(clause.text, False, clause.values) if clause.unknown else clause
 
 
 def _unstated(clause: Clause) -> Clause:

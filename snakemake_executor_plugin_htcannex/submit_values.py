@@ -51,6 +51,7 @@ OWNED_BY_RESOURCE = {
     "allowed_execute_duration": "runtime", "log": "htcannex (one event log)", "output": "htcannex",
     "error": "htcannex", "initialdir": "htcannex", "transfer_input_files": "the rule's input",
     "transfer_output_files": "the rule's output", "should_transfer_files": "the shared-fs setting",
+    "transfer_container": "the shared-fs setting",
     "when_to_transfer_output": "htcannex", "preserve_relative_paths": "htcannex",
     "transfer_executable": "htcannex", "transfer_output_remaps": "the job's output remaps",
 }
@@ -65,7 +66,8 @@ def _owner_of_command(command: str) -> str:
 # settings) become, as HTCondor's submit names them (condor_attributes.h, submit_utils.cpp): a
 # `+Attr` / `MY.Attr` naming one would replace what htcannex set, so the escape hatch refuses them too.
 COMMAND_ATTRIBUTES = {
-    "universe": ("JobUniverse",), "container_image": ("ContainerImage",), "executable": ("Cmd",),
+    "universe": ("JobUniverse", "WantContainer"), "container_image": ("ContainerImage",),
+    "transfer_container": ("TransferContainer",), "executable": ("Cmd",),
     "arguments": ("Args", "Arguments"), "environment": ("Env", "Environment"),
     "request_cpus": ("RequestCpus",), "request_memory": ("RequestMemory",), "request_disk": ("RequestDisk",),
     "request_gpus": ("RequestGPUs",), "gpus_minimum_memory": ("GPUsMinMemory",),

@@ -249,6 +249,24 @@ def test_shared_filesystem_mode_transfers_nothing(options):
     assert not {"transfer_input_files", "transfer_output_files", "preserve_relative_paths"} & set(submit)
 
 
+def test_on_a_shared_filesystem_a_container_image_is_read_where_it_is_and_the_pool_accepts_the_job(
+        options, embedded_pool, tmp_path):
+    # condor_submit refuses to transfer an image when should_transfer_files = NO (real 25.14.0 pool), so a
+    # shared-filesystem job reads its image in place; a registry image is pulled on any filesystem.
+    shared = SubmitOptions(**{**options.__dict__, "shared_fs": True})
+    (tmp_path / "train.sif").write_text("not really an image")
+    path, registry = (submit_for(shared, container=image) for image in ("train.sif", "docker://python:3.11"))
+    assert (path["should_transfer_files"], path["transfer_container"]) == ("NO", "false")
+    assert "transfer_container" not in registry
+    for submit in (path, registry):
+        submit["hold"] = "true"
+        cluster = embedded_pool.schedd().submit(submit).cluster()
+        ad = embedded_pool.schedd().query(f"ClusterId == {cluster}", ["ContainerImageSource", "TransferInput"])[0]
+        assert "TransferInput" not in ad and ad["ContainerImageSource"] in ("local", "docker")
+    with pytest.raises(SubmitValueError, match="path on the shared filesystem"):
+        submit_for(shared, container="osdf:///ospool/images/train.sif")
+
+
 @pytest.mark.parametrize(
     "field, overrides, words",
     [

@@ -199,6 +199,49 @@ def test_a_job_s_requirements_ask_a_slot_for_its_file_transfer_as_condor_submit_
             remove(backend, job)
 
 
+def test_a_container_job_is_a_vanilla_job_that_asks_for_a_runtime_and_brings_its_image_as_condor_submit_writes_it(
+        backend):
+    directory = backend.submit_dir()
+    executable = script(directory, "job.sh", "exit 0\n")
+    (directory / "in.txt").write_text("input\n")
+    (directory / "image.sif").write_text("not really an image")
+    # What htcannex writes: a .sif beside the inputs, from OSDF, a registry image; and on a shared filesystem.
+    sif, fetched, docker = (submit(backend, directory, executable, universe="container", container_image=image,
+                                   transfer_input_files="in.txt", hold="true")
+                            for image in ("image.sif", "osdf:///ospool/images/train.sif", "docker://python:3.11"))
+    shared = submit(backend, directory, executable, universe="container", container_image="image.sif",
+                    should_transfer_files="NO", when_to_transfer_output=None, transfer_container="false", hold="true")
+    jobs = (sif, fetched, docker, shared)
+    try:
+        ads = {job: job_ad(backend, job) for job in jobs}
+        for job, ad in ads.items():
+            assert (ad["JobUniverse"], ad["WantContainer"]) == (5, True), job  # container is a vanilla topping
+            assert "target.opsys" not in _words(ad["Requirements"]), job  # the image brings its own
+        assert (ads[sif]["TransferInput"], ads[sif]["ContainerImageSource"], ads[sif]["WantSIF"]) == (
+            "in.txt,image.sif", "cedar", True)
+        assert '(target.arch == "x86_64") && target.hascontainer && target.hassif &&' in _words(
+            ads[sif]["Requirements"])
+        # An image from a URL is fetched with the inputs and runs under its file name.
+        assert (ads[fetched]["TransferInput"], ads[fetched]["ContainerImage"], ads[fetched]["ContainerImageSource"],
+                ads[fetched]["WantTransferPluginMethods"]) == (
+            "in.txt,osdf:///ospool/images/train.sif", "train.sif", "osdf", "osdf")
+        assert (ads[docker]["TransferInput"], ads[docker]["ContainerImageSource"], ads[docker]["WantDockerImage"]) == (
+            "in.txt", "docker", True)
+        assert "target.hascontainer && target.hasdockerurl" in _words(ads[docker]["Requirements"])
+        assert ("TransferInput" not in ads[shared], ads[shared]["ContainerImageSource"],
+                ads[shared]["TransferContainer"]) == (True, "local", False)
+        # A transferred image and no file transfer contradict each other: condor_submit refuses the job (the
+        # 25.14.0 bindings' message is empty there; condor_submit prints "you disabled should_transfer_files").
+        with pytest.raises(Exception):
+            submit(backend, directory, executable, universe="container", container_image="image.sif",
+                   should_transfer_files="NO", when_to_transfer_output=None, hold="true")
+        with pytest.raises(Exception, match="container jobs require a container_image"):
+            submit(backend, directory, executable, universe="container", hold="true")
+    finally:
+        for job in jobs:
+            remove(backend, job)
+
+
 def test_file_transfer_gives_inputs_the_transfer_time_and_remaps_outputs(backend):
     directory = backend.submit_dir()
     for name, mtime in (("a.txt", OLD), ("b.txt", OLD + 366 * 86400)):

@@ -181,3 +181,25 @@ def test_a_job_whose_osdf_url_no_plugin_on_the_annex_serves_is_told_to_use_an_ex
     catalogue = out.split("a (catalogue) [catalogue]: matches")[1].split("[catalogue]")[0]
     [unknown] = [line for line in catalogue.splitlines() if "not judged (the catalogue does not say): " in line]
     assert 'stringListIMember("osdf",TARGET.HasFileTransferPluginMethods)' in unknown
+
+
+def test_a_container_job_on_an_annex_without_a_container_runtime_is_told_so(embedded_pool, tmp_path):
+    embedded_pool.create_annex("htcannex-a", owner=getpass.getuser(), cpus=1, memory_mb=2048, lifetime_s=600,
+                               containers=False)
+    (tmp_path / "train.sif").write_text("not really an image")
+    job = submit(embedded_pool, tmp_path, universe="container", container_image="train.sif",
+                 should_transfer_files="YES", **{"MY.TargetAnnexName": '"htcannex-a"'})
+    deadline = time.time() + 10
+    while not embedded_pool.collector().query(htcondor2.AdTypes.Startd, 'AnnexName == "htcannex-a"', ["Name"]):
+        assert time.time() < deadline, "annex did not come up"
+        time.sleep(0.1)
+    time.sleep(1)  # negotiation cycles: the job stays idle
+    out = why(embedded_pool, job).stdout
+    assert f"job {job} (rule train) is idle" in out
+    live = out.split("slot1@htcannex-a-host1 [collector]: does not match")[1].split("[catalogue]")[0]
+    assert "FAILS (job Requirements) TARGET.HasContainer" in live
+    assert "no container runtime (Apptainer) that runs the job's image" in live
+    # Nor does the catalogue say which sites run containers: not judged there.
+    catalogue = out.split("a (catalogue) [catalogue]: matches")[1].split("[catalogue]")[0]
+    [unknown] = [line for line in catalogue.splitlines() if "not judged (the catalogue does not say): " in line]
+    assert "TARGET.HasContainer;" in unknown

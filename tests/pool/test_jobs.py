@@ -1,5 +1,7 @@
 """A job's life in the pool: sandbox, file transfer, arguments, environment, event log."""
+import getpass
 import json
+import time
 
 import classad2
 import htcondor2
@@ -7,7 +9,7 @@ import pytest
 
 from htcannex_pool import PoolRequestError
 
-from pool_helpers import event_types, events, python_script, script, submit, wait_for_status
+from pool_helpers import event_types, events, job_status, python_script, script, submit, wait_for_status
 
 JobEventType = htcondor2.JobEventType
 
@@ -154,17 +156,40 @@ def test_output_remaps_to_iwd_and_osdf(pool, submit_dir):
     assert (pool.origin_dir / "ckpt" / "b-1.txt").read_text() == "b\n"
 
 
-def test_container_universe_checks_the_image(pool, submit_dir):
-    script(submit_dir, "job.sh", "echo in-container > c.txt\n")
+def test_a_container_job_gets_its_image_in_the_sandbox_and_a_missing_image_holds_it(pool, submit_dir):
+    # The pool has no container runtime: it runs the executable itself, after the image arrived as an input.
+    (pool.origin_dir / "images").mkdir(parents=True)
+    (pool.origin_dir / "images" / "train.sif").write_text("not really an image")
     (submit_dir / "image.sif").write_text("not really an image")
-    present = submit(pool, {"executable": "job.sh", "universe": "container", "container_image": "image.sif"})
-    missing = submit(pool, {"executable": "job.sh", "universe": "container", "container_image": "gone.sif"})
-    wait_for_status(pool, f"{present.cluster()}.0", 4)
-    history = pool.schedd().history(f"ClusterId == {present.cluster()}", ["ContainerImage", "JobUniverse"])
-    assert (history[0]["ContainerImage"], history[0]["JobUniverse"]) == ("image.sif", 14)
-    wait_for_status(pool, f"{missing.cluster()}.0", 5)
-    held = pool.schedd().query(f"ClusterId == {missing.cluster()}", ["HoldReason", "HoldReasonCode"])[0]
+    script(submit_dir, "job.sh", 'ls *.sif > "images-$1.txt"\n')
+    jobs = {name: submit(pool, {"executable": "job.sh", "arguments": name, "universe": "container",
+                                "container_image": image, "should_transfer_files": "YES",
+                                "transfer_output_files": f"images-{name}.txt"})
+            for name, image in (("local", "image.sif"), ("fetched", "osdf:///images/train.sif"), ("missing", "gone.sif"))}
+    for name in ("local", "fetched"):
+        wait_for_status(pool, f"{jobs[name].cluster()}.0", 4)
+    assert (submit_dir / "images-local.txt").read_text() == "image.sif\n"
+    assert (submit_dir / "images-fetched.txt").read_text() == "train.sif\n"  # a URL's image runs by its file name
+    fetched = pool.schedd().history(f"ClusterId == {jobs['fetched'].cluster()}",
+                                    ["ContainerImage", "ContainerImageSource", "JobUniverse", "WantContainer"])[0]
+    assert (fetched["ContainerImage"], fetched["ContainerImageSource"]) == ("train.sif", "osdf")
+    assert (fetched["JobUniverse"], fetched["WantContainer"]) == (5, True)
+    wait_for_status(pool, f"{jobs['missing'].cluster()}.0", 5)
+    held = pool.schedd().query(f"ClusterId == {jobs['missing'].cluster()}", ["HoldReason", "HoldReasonCode"])[0]
     assert held["HoldReasonCode"] == 13 and "gone.sif" in held["HoldReason"]
+
+
+def test_a_container_job_matches_only_slots_with_a_container_runtime(pool, submit_dir):
+    pool.create_annex("plain", owner=getpass.getuser(), cpus=1, memory_mb=512, lifetime_s=600, containers=False)
+    script(submit_dir, "job.sh", "exit 0\n")
+    (submit_dir / "image.sif").write_text("not really an image")
+    result = submit(pool, {"executable": "job.sh", "universe": "container", "container_image": "image.sif",
+                           "should_transfer_files": "YES", "+TargetAnnexName": '"plain"',
+                           "requirements": "TARGET.AnnexName =?= MY.TargetAnnexName"})
+    time.sleep(1.0)
+    assert job_status(pool, f"{result.cluster()}.0") == 1  # idle: the annex's slot has no HasContainer
+    plain = pool.collector().query(htcondor2.AdTypes.Startd, 'AnnexName == "plain"', ["HasContainer"])
+    assert plain and all("HasContainer" not in slot for slot in plain)
 
 
 def test_job_ad_follows_condor_submit(pool, submit_dir):
