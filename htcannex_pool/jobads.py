@@ -251,7 +251,7 @@ class ClusterBuilder:
             ad[attribute] = get(command, default).strip()
         if get("log"):
             ad["UserLog"] = str(Path(ad["Iwd"], get("log").strip()))
-        should = get("should_transfer_files", "YES").strip().upper()
+        should = get("should_transfer_files", "IF_NEEDED").strip().upper()  # condor_submit's default
         if should not in ("YES", "NO", "IF_NEEDED"):
             raise SubmitError(f"should_transfer_files = {should} is invalid: use YES, NO or IF_NEEDED")
         # Kept as written, as condor_submit keeps it. Every slot shares the submit machine's FileSystemDomain, so

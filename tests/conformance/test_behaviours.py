@@ -167,10 +167,11 @@ def test_a_job_s_requirements_ask_a_slot_for_its_file_transfer_as_condor_submit_
     # What htcannex writes for a chunk that hands its checkpoint on through OSDF, and the shared-filesystem kinds.
     transferring = submit(backend, directory, executable, transfer_input_files="in.txt, osdf:///ospool/run/ckpt-1.pt",
                           when_to_transfer_output="ON_SUCCESS", preserve_relative_paths="true", hold="true")
-    shared, either = (submit(backend, directory, executable, should_transfer_files=should, hold="true",
-                             when_to_transfer_output=when) for should, when in (("NO", None), ("IF_NEEDED", "ON_EXIT")))
+    shared, either, unsaid = (submit(backend, directory, executable, should_transfer_files=should, hold="true",
+                                     when_to_transfer_output=when)
+                              for should, when in (("NO", None), ("IF_NEEDED", "ON_EXIT"), (None, None)))
     try:
-        ads = {job: job_ad(backend, job) for job in (transferring, shared, either)}
+        ads = {job: job_ad(backend, job) for job in (transferring, shared, either, unsaid)}
         requirements = {job: _words(ad["Requirements"]) for job, ad in ads.items()}
         # A 25.12+ starter judges the disk itself; checkpoint files, relative paths and ON_SUCCESS need 8.9.7;
         # an osdf:// URL needs a plugin that serves osdf.
@@ -185,6 +186,7 @@ def test_a_job_s_requirements_ask_a_slot_for_its_file_transfer_as_condor_submit_
         assert requirements[either].endswith("&& ((target.filesystemdomain == my.filesystemdomain) || "
                                              "(target.hasfiletransfer))")
         assert ads[either]["ShouldTransferFiles"] == "IF_NEEDED"
+        assert (ads[unsaid]["ShouldTransferFiles"], requirements[unsaid]) == ("IF_NEEDED", requirements[either])
         slots = backend.collector.query(htcondor2.AdTypes.Startd, "true", [])
         assert slots
         for slot in slots:
@@ -195,7 +197,7 @@ def test_a_job_s_requirements_ask_a_slot_for_its_file_transfer_as_condor_submit_
             assert version.eval(scope=ads[transferring], target=slot) is True, slot["CondorVersion"]
             assert slot["FileSystemDomain"] == ads[shared]["FileSystemDomain"] == ads[either]["FileSystemDomain"]
     finally:
-        for job in (transferring, shared, either):
+        for job in (transferring, shared, either, unsaid):
             remove(backend, job)
 
 

@@ -45,7 +45,10 @@ def python_script(directory: Path, name: str, body: str) -> Path:
 
 
 def submit(pool: Pool, commands: dict, **kwargs):
-    return pool.schedd().submit(htcondor2.Submit({"log": "jobs.log", **commands}), **kwargs)
+    # File transfer, as htcannex asks for it (condor_submit's default, IF_NEEDED, transfers nothing on a pool
+    # that shares the submit machine's filesystem).
+    return pool.schedd().submit(htcondor2.Submit({"log": "jobs.log", "should_transfer_files": "YES", **commands}),
+                                **kwargs)
 
 
 def job_status(pool: Pool, job_id: str) -> int | None:

@@ -54,7 +54,8 @@ def test_report_of_a_pool_run_with_hold_eviction_and_checkpoint(embedded_pool, t
         while time.time() - start < 3:
             pass
         """, sys.executable)
-    common = {"log": "jobs.log", "request_cpus": "1", "request_memory": "256MB", "request_disk": "10MB"}
+    common = {"log": "jobs.log", "request_cpus": "1", "request_memory": "256MB", "request_disk": "10MB",
+              "should_transfer_files": "YES"}
     job_a = schedd.submit(htcondor2.Submit({
         **common, "executable": "ckpt.sh", "arguments": str(tmp_path / "evict-me"), "hold": "true",
         "checkpoint_exit_code": "85", "transfer_checkpoint_files": "step.txt",
