@@ -65,7 +65,8 @@ def usage_table(job: classad2.ClassAd) -> list[str]:
     for name, label in _TABLE_RESOURCES:
         if name == "GPUs" and not job.get("RequestGPUs"):
             continue
-        rows.append([label] + [_table_value(job.get(attribute)) for attribute in
+        # Evaluated: a RequestDisk left to condor_submit's default is an expression.
+        rows.append([label] + [_table_value(job.eval(attribute) if attribute in job else None) for attribute in
                                (f"{name}Usage", f"Request{name}", f"{name}Provisioned")])
     for column in (1, 2, 3):
         if any("." in row[column] for row in rows):

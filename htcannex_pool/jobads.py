@@ -20,7 +20,7 @@ import htcondor2
 from htcondor_codes import (CHECKPOINT_EXIT_CODE, IMAGE_KINDS, SUBMITTED_ON_HOLD_REASON, WANT_FT_ON_CHECKPOINT, HoldCode,
                             JobStatus, image_kind)
 
-from . import quoting, units
+from . import disk, quoting, units
 
 UNIVERSES = {"vanilla": 5, "local": 12}
 # `universe = container` is a topping of vanilla, not a universe (submit_utils.cpp SetUniverse): JobUniverse 5 and
@@ -61,6 +61,8 @@ FILESYSTEM_DOMAIN = platform.node() or "localhost"
 TRANSFERRING_UNIVERSES = {UNIVERSES["vanilla"]}
 # The clause of a job that runs on the submit machine's filesystem (should_transfer_files NO or IF_NEEDED).
 SAME_FILESYSTEM = "(TARGET.FileSystemDomain == MY.FileSystemDomain)"
+# A job's RequestDisk without request_disk: JOB_DEFAULT_REQUESTDISK's default (param_info.in), in KiB.
+DEFAULT_REQUEST_DISK = "MAX({1024, (TransferInputSizeMB+1) * 1.25}) * 1024"
 
 
 class SubmitError(ValueError):
@@ -293,10 +295,15 @@ class ClusterBuilder:
                 if "=" not in entry:
                     raise SubmitError(f"transfer_output_remaps: entry {entry!r} is not NAME = DESTINATION")
             ad["TransferOutputRemaps"] = remaps
-        inputs = [Path(ad["Iwd"], name) for name in file_list(ad.get("TransferInput", ""))
-                  if "://" not in name]
-        # condor_submit's default request_disk is the job's DiskUsage: its input size.
-        ad["DiskUsage"] = max(1, sum(path.stat().st_size for path in inputs if path.is_file()) // 1024)
+        # What is transferred in, as condor_submit sizes it (SetImageSize, SetTransferFiles): the executable and
+        # each input file or directory, in KiB rounded up, URLs and missing files 0; TransferInputSizeMB feeds the
+        # default RequestDisk.
+        executable = disk.size_kib(Path(ad["Cmd"]))
+        inputs = sum(disk.size_kib(Path(ad["Iwd"], name)) for name in file_list(ad.get("TransferInput", ""))
+                     if "://" not in name)
+        disk.store_rounded(ad, "ExecutableSize", executable)
+        disk.store_rounded(ad, "DiskUsage", executable + inputs)
+        ad["TransferInputSizeMB"] = (executable + inputs + 1023) // 1024
 
     @staticmethod
     def _set_container_transfer(ad, get, should: str):
@@ -327,8 +334,9 @@ class ClusterBuilder:
         try:
             ad["RequestCpus"] = _integer("request_cpus", get("request_cpus", "1"))
             ad["RequestMemory"] = units.memory_mib("request_memory", get("request_memory", "128"))
-            disk = get("request_disk")
-            ad["RequestDisk"] = units.disk_kib("request_disk", disk) if disk else ad["DiskUsage"]
+            requested_disk = get("request_disk")
+            ad["RequestDisk"] = (units.disk_kib("request_disk", requested_disk) if requested_disk
+                                 else classad2.ExprTree(DEFAULT_REQUEST_DISK))
             gpus = _integer("request_gpus", get("request_gpus", "0"))
             minimum_memory = get("gpus_minimum_memory")
             minimum_capability = get("gpus_minimum_capability")
@@ -368,12 +376,13 @@ class ClusterBuilder:
         elif "opsys" not in judged:
             clauses.append('(TARGET.OpSys == "LINUX")')
         transfers = ad["JobUniverse"] in TRANSFERRING_UNIVERSES
-        if "disk" in judged or not transfers:
+        if "disk" in judged:
             clauses.append("(TARGET.Disk >= RequestDisk)")
-        elif ad["RequestDisk"] > 0:
+        elif isinstance(ad["RequestDisk"], classad2.ExprTree) or ad["RequestDisk"] > 0:
             # A 25.12+ starter takes the space of common files off RequestDisk itself, so the slot's
             # WithinResourceLimits judges it there.
-            clauses.append('(versionGE(split(TARGET.CondorVersion)[1], "25.12.0") || (TARGET.Disk >= RequestDisk))')
+            clauses.append('(versionGE(split(TARGET.CondorVersion)[1], "25.12.0") || (TARGET.Disk >= RequestDisk))'
+                           if transfers else "(TARGET.Disk >= RequestDisk)")
         if ad["RequestMemory"] > 1:
             clauses.append("(TARGET.Memory >= RequestMemory)")
         if ad["RequestCpus"] > 1 and "cpus" not in judged:

@@ -13,7 +13,7 @@ from pathlib import Path
 import classad2
 from htcondor_codes import CHECKPOINT_EXIT_CODE, WANT_FT_ON_CHECKPOINT, HoldCode, JobStatus, OutOfResources, status_word
 
-from . import dollardollar, jobads, local_universe, starter, transfer
+from . import disk, dollardollar, jobads, local_universe, starter, transfer
 from .exits import ExitWatch
 from .eventlog import UserLog, open_log
 from .output_transfer import Outcome, OutputTransfers
@@ -39,8 +39,8 @@ def _record_usage(ad: classad2.ClassAd, running: starter.RunningJob):
                "CumulativeRemoteUserCpu": ad.get("CumulativeRemoteUserCpu", 0.0) + user,
                "CumulativeRemoteSysCpu": ad.get("CumulativeRemoteSysCpu", 0.0) + system,
                "CpusUsage": round((user + system) / wall, 2),
-               "MemoryUsage": max(ad.get("MemoryUsage", 0), -(-running.peak_rss_kib // 1024)),
-               "DiskUsage": max(ad.get("DiskUsage", 0), running.disk_kib() if running.sandbox.is_dir() else 0)})
+               "MemoryUsage": max(ad.get("MemoryUsage", 0), -(-running.peak_rss_kib // 1024))})
+    disk.store_rounded(ad, "DiskUsage", max(ad.get("DiskUsage_RAW", 0), running.disk_kib()))
 
 
 class RequestError(ValueError):

@@ -19,7 +19,7 @@ import classad2
 import psutil
 from htcondor_codes import WANT_FT_ON_CHECKPOINT
 
-from . import jobads, transfer
+from . import disk, jobads, transfer
 
 
 @dataclass
@@ -57,7 +57,7 @@ class RunningJob:
 
     def disk_kib(self) -> int:
         """What the job's sandbox holds now, in KiB (the starter's DiskUsage)."""
-        return -(-_bytes_below(str(self.sandbox)) // 1024)
+        return disk.size_kib(self.sandbox)
 
     def rss_kib(self) -> int:
         """Resident memory of the job's whole process tree (what a cgroup would charge)."""
@@ -100,20 +100,6 @@ def _tree(pid: int) -> list[psutil.Process]:
     except psutil.NoSuchProcess:
         return []
     return [root, *(process for child in children for process in _tree(child))]
-
-
-def _bytes_below(directory: str) -> int:
-    """The sizes of the files below `directory`, symbolic links skipped as HTCondor's
-    Directory::GetDirectorySize skips them (rglob followed them), from the directory entries:
-    36 us for a no-op job's sandbox, where rglob's Path objects took 360 us."""
-    total = 0
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                total += _bytes_below(entry.path)
-            elif entry.is_file(follow_symlinks=False):
-                total += entry.stat(follow_symlinks=False).st_size
-    return total
 
 
 def kill_process_group(pid: int):

@@ -201,6 +201,30 @@ def test_a_job_s_requirements_ask_a_slot_for_its_file_transfer_as_condor_submit_
             remove(backend, job)
 
 
+def test_without_request_disk_a_job_asks_condor_submit_s_default_sized_by_what_it_transfers(backend):
+    directory = backend.submit_dir()
+    executable = script(directory, "job.sh", "exit 0\n")
+    (directory / "in.bin").write_bytes(b"x" * 1_500_000)  # 1,465 KiB, rounded up
+    (directory / "data").mkdir()
+    (directory / "data" / "a.bin").write_bytes(b"y" * 2048)
+    job = submit(backend, directory, executable, request_disk=None, hold="true",
+                 transfer_input_files="in.bin, data, osdf:///ospool/run/ckpt-1.pt")  # a URL counts 0
+    try:
+        ad = job_ad(backend, job)
+        assert Path(executable).stat().st_size <= 1024  # 1 KiB
+        # 1 + 1,465 + 2 KiB, which the schedd stores rounded up to a quarter of its order of magnitude.
+        assert (ad["ExecutableSize"], ad["DiskUsage_RAW"], ad["DiskUsage"], ad["TransferInputSizeMB"]) == (
+            1, 1468, 1500, 2)
+        # JOB_DEFAULT_REQUESTDISK: MAX({1024, (TransferInputSizeMB+1) * 1.25}) * 1024 KiB, an expression in the ad.
+        request = classad2.ExprTree(str(ad["RequestDisk"]))
+        assert request.eval(scope=ad) == 1024 * 1024
+        assert request.eval(scope=classad2.ClassAd({"TransferInputSizeMB": 2000})) == 2001 * 1.25 * 1024
+        assert '(versionge(split(target.condorversion)[1],"25.12.0") || (target.disk >= requestdisk))' in _words(
+            ad["Requirements"])
+    finally:
+        remove(backend, job)
+
+
 def test_a_container_job_is_a_vanilla_job_that_asks_for_a_runtime_and_brings_its_image_as_condor_submit_writes_it(
         backend):
     directory = backend.submit_dir()
