@@ -1,16 +1,7 @@
 """Sizes on disk as HTCondor counts them: a directory by its files, symbolic links skipped
-(Directory::GetDirectorySize), in KiB rounded up (submit_utils.cpp calc_image_size_kb); and as the
-schedd stores them in a job ad, rounded up."""
-import math
+(Directory::GetDirectorySize), in KiB rounded up (submit_utils.cpp calc_image_size_kb)."""
 import os
 from pathlib import Path
-
-import classad2
-
-# The schedd stores these rounded up to a quarter of their order of magnitude and keeps the value it was given as
-# <name>_RAW (qmgmt.cpp SetAttribute; param_info.in SCHEDD_ROUND_ATTR_<name> = 25%): a 25.14.0 job with 1,468 KiB
-# of executable and inputs had DiskUsage = 1500.
-ROUNDING_PERCENT = 25
 
 
 def bytes_below(directory: str) -> int:
@@ -32,12 +23,3 @@ def size_kib(path: Path) -> int:
         return -(-bytes_below(str(path)) // 1024)
     return -(-path.stat().st_size // 1024) if path.is_file() else 0
 
-
-def store_rounded(ad: classad2.ClassAd, name: str, kib: int):
-    """Set a size attribute (DiskUsage, ExecutableSize) as the schedd stores it: rounded, and as given in _RAW."""
-    ad[f"{name}_RAW"] = kib
-    if kib:
-        magnitude = int(math.log10(abs(kib) / 5) + 1)  # truncated toward zero, as the schedd's (int) cast
-        step = 10 ** magnitude * ROUNDING_PERCENT / 100
-        kib = int(math.ceil(kib / step) * step)
-    ad[name] = kib

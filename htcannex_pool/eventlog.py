@@ -58,16 +58,26 @@ def _table_value(value) -> str:
     return "" if value is None else str(int(value))
 
 
+def _shadow_copy(job: classad2.ClassAd) -> classad2.ClassAd:
+    """The job ad as the shadow that writes the event holds it: what the starter reported, not the schedd's
+    rounding of it (<name>_RAW; a 25.14.0 event's Memory usage was 6 MB where the schedd's ad said 8)."""
+    shadows = classad2.parseOne(repr(job))
+    for name in [name for name in job.keys() if name.endswith("_RAW")]:
+        shadows[name[:-len("_RAW")]] = job[name]
+    return shadows
+
+
 def usage_table(job: classad2.ClassAd) -> list[str]:
     """The "Partitionable Resources" table of the job's ad, laid out as condor_event.cpp's
     formatUsageAd does (columns widened to fit, integers padded to line up with fractions)."""
     rows = []
+    shadows = _shadow_copy(job)
     for name, label in _TABLE_RESOURCES:
         if name == "GPUs" and not job.get("RequestGPUs"):
             continue
-        # Evaluated: a RequestDisk left to condor_submit's default is an expression.
-        rows.append([label] + [_table_value(job.eval(attribute) if attribute in job else None) for attribute in
-                               (f"{name}Usage", f"Request{name}", f"{name}Provisioned")])
+        # Evaluated: MemoryUsage, and a RequestDisk left to condor_submit's default, are expressions.
+        rows.append([label] + [_table_value(shadows.eval(attribute) if attribute in shadows else None)
+                               for attribute in (f"{name}Usage", f"Request{name}", f"{name}Provisioned")])
     for column in (1, 2, 3):
         if any("." in row[column] for row in rows):
             for row in rows:

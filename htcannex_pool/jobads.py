@@ -18,7 +18,7 @@ from pathlib import Path
 import classad2
 import htcondor2
 from htcondor_codes import (CHECKPOINT_EXIT_CODE, IMAGE_KINDS, SUBMITTED_ON_HOLD_REASON, WANT_FT_ON_CHECKPOINT, HoldCode,
-                            JobStatus, image_kind)
+                            JobStatus, image_kind, schedd_rounded)
 
 from . import disk, quoting, units
 
@@ -301,8 +301,8 @@ class ClusterBuilder:
         executable = disk.size_kib(Path(ad["Cmd"]))
         inputs = sum(disk.size_kib(Path(ad["Iwd"], name)) for name in file_list(ad.get("TransferInput", ""))
                      if "://" not in name)
-        disk.store_rounded(ad, "ExecutableSize", executable)
-        disk.store_rounded(ad, "DiskUsage", executable + inputs)
+        set_rounded(ad, "ExecutableSize", executable)
+        set_rounded(ad, "DiskUsage", executable + inputs)
         ad["TransferInputSizeMB"] = (executable + inputs + 1023) // 1024
 
     @staticmethod
@@ -444,6 +444,13 @@ def _file_transfer_clause(ad: classad2.ClassAd, judged: set[str]) -> list[str]:
     if should == "IF_NEEDED" and "filesystemdomain" not in judged:
         return [f"({SAME_FILESYSTEM} || ({' && '.join(checks)}))"]
     return [f"({' && '.join(checks)})"]
+
+
+def set_rounded(ad: classad2.ClassAd, name: str, value: int):
+    """Set a size the schedd rounds (DiskUsage, ExecutableSize, ResidentSetSize, ImageSize) as it stores it:
+    rounded (htcondor_codes.schedd_rounded), and as given in <name>_RAW."""
+    ad[f"{name}_RAW"] = value
+    ad[name] = schedd_rounded(value)
 
 
 def build_cluster(items: dict[str, str], procs: list[dict[str, str]], *, cluster: int,

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import classad2
-from htcondor_codes import CHECKPOINT_EXIT_CODE, WANT_FT_ON_CHECKPOINT, HoldCode, JobStatus, OutOfResources, status_word
+from htcondor_codes import (CHECKPOINT_EXIT_CODE, MEMORY_USAGE, WANT_FT_ON_CHECKPOINT, HoldCode, JobStatus, OutOfResources,
+                            status_word)
 
-from . import disk, dollardollar, jobads, local_universe, starter, transfer
+from . import dollardollar, jobads, local_universe, starter, transfer
 from .exits import ExitWatch
 from .eventlog import UserLog, open_log
 from .output_transfer import Outcome, OutputTransfers
@@ -32,15 +33,23 @@ PROTECTED_ATTRIBUTES = {"clusterid", "procid", "jobstatus", "mytype", "owner"}
 def _record_usage(ad: classad2.ClassAd, running: starter.RunningJob):
     """What the run used, into the job ad as the starter reports it: CPU seconds of this run
     (RemoteUserCpu/RemoteSysCpu) and of all runs (Cumulative*), average cores (CpusUsage),
-    peak memory (MemoryUsage, MiB) and sandbox size (DiskUsage, KiB)."""
+    peak memory (ResidentSetSize, KiB, and MemoryUsage) and sandbox size (DiskUsage, KiB)."""
     user, system = running.cpu_seconds
     wall = max(time.time() - running.started, 1e-3)
     ad.update({"RemoteUserCpu": user, "RemoteSysCpu": system,
                "CumulativeRemoteUserCpu": ad.get("CumulativeRemoteUserCpu", 0.0) + user,
                "CumulativeRemoteSysCpu": ad.get("CumulativeRemoteSysCpu", 0.0) + system,
-               "CpusUsage": round((user + system) / wall, 2),
-               "MemoryUsage": max(ad.get("MemoryUsage", 0), -(-running.peak_rss_kib // 1024))})
-    disk.store_rounded(ad, "DiskUsage", max(ad.get("DiskUsage_RAW", 0), running.disk_kib()))
+               "CpusUsage": round((user + system) / wall, 2)})
+    _record_memory(ad, max(ad.get("ResidentSetSize_RAW", 0), running.peak_rss_kib))
+    jobads.set_rounded(ad, "DiskUsage", max(ad.get("DiskUsage_RAW", 0), running.disk_kib()))
+
+
+def _record_memory(ad: classad2.ClassAd, resident_kib: int):
+    """Resident memory into the job ad as the schedd keeps it: rounded, and MemoryUsage (MB) an expression of
+    the rounded value, which a memory policy on MemoryUsage judges. The pool's ImageSize is the resident size."""
+    jobads.set_rounded(ad, "ResidentSetSize", resident_kib)
+    jobads.set_rounded(ad, "ImageSize", resident_kib)
+    ad["MemoryUsage"] = classad2.ExprTree(MEMORY_USAGE)
 
 
 class RequestError(ValueError):
@@ -669,9 +678,9 @@ class Scheduler:
             rss_kib = running.rss_kib()
             if rss_kib > running.reported_rss_kib * 1.1:
                 running.reported_rss_kib = rss_kib
-                memory_mb = -(-rss_kib // 1024)
-                ad.update({"ResidentSetSize": rss_kib, "MemoryUsage": memory_mb, "ImageSize": rss_kib})
-                UserLog(ad).image_size(rss_kib, memory_mb, rss_kib)
+                _record_memory(ad, rss_kib)
+                # The event carries what the starter measured (seen on a 25.14.0 pool), not the rounded ad.
+                UserLog(ad).image_size(rss_kib, -(-rss_kib // 1024), rss_kib)
             if self.policy.enforces_memory and rss_kib / 1024 > ad["RequestMemory"]:
                 self._hold(ad, f"Job has gone over cgroup memory limit of {ad['RequestMemory']} megabytes. "
                                f"Peak usage: {running.peak_rss_kib // 1024} megabytes.  "

@@ -10,13 +10,15 @@ Sources (HTCondor 25.x manual, docs/codes-other-values/ in the source tree):
   and 26 [SystemPolicy] whatever the policy's *_SUBCODE expression says (an admin's choice).
 """
 import enum
+import math
 
 import htcondor2
 from htcondor2 import JobStatus
 
 __all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start", "param_seconds",
            "CHECKPOINT_EXIT_CODE", "WANT_FT_ON_CHECKPOINT", "SLOT_REQUIREMENTS", "within_resource_limits",
-           "STARTER_CAPABILITIES", "CONTAINER_RUNTIME", "IMAGE_KINDS", "image_kind"]
+           "STARTER_CAPABILITIES", "CONTAINER_RUNTIME", "IMAGE_KINDS", "image_kind", "MEMORY_USAGE",
+           "schedd_rounded", "schedd_memory_usage_mb"]
 
 # The job ad attributes of a self-checkpointing job: condor_submit's `checkpoint_exit_code` is stored as
 # SuccessCheckpointExitCode (condor_attributes.h ATTR_CHECKPOINT_EXIT_CODE), and with it submit_utils.cpp sets
@@ -98,6 +100,31 @@ def image_kind(image: str) -> str:
     if image.startswith("docker:"):
         return "docker"
     return "sif" if image.endswith(".sif") else "sandbox"
+
+
+# The schedd stores a job's ResidentSetSize, ImageSize, DiskUsage, ExecutableSize and ProportionalSetSizeKb rounded up
+# to a quarter of their order of magnitude, and the value it was given as <name>_RAW (qmgmt.cpp SetAttribute;
+# param_info.in SCHEDD_ROUND_ATTR_<name> = 25%). Seen on a 25.14.0 pool: ResidentSetSize_RAW = 114256,
+# ResidentSetSize = 125000; DiskUsage_RAW = 1468, DiskUsage = 1500.
+SCHEDD_ROUNDING_PERCENT = 25
+# A job's MemoryUsage (MB) in the schedd's ad, from the rounded ResidentSetSize (seen in a 25.14.0 job ad): what a
+# SYSTEM_PERIODIC_HOLD on `MemoryUsage > RequestMemory` judges, up to half again the memory the job used.
+MEMORY_USAGE = "((ResidentSetSize + 1023) / 1024)"
+
+
+def schedd_rounded(value: int) -> int:
+    """`value` as the schedd stores a rounded attribute: up to a multiple of 25% of the power of ten nearest
+    value/5 from below (1468 -> 1500, 50176 -> 75000)."""
+    if not value:
+        return value
+    magnitude = int(math.log10(abs(value) / 5) + 1)  # truncated toward zero, as the schedd's (int) cast
+    step = 10 ** magnitude * SCHEDD_ROUNDING_PERCENT / 100
+    return int(math.ceil(value / step) * step)
+
+
+def schedd_memory_usage_mb(resident_kib: int) -> int:
+    """The MemoryUsage a schedd's job ad shows for `resident_kib` of resident memory."""
+    return (schedd_rounded(resident_kib) + 1023) // 1024
 
 
 def within_resource_limits(machine_resources: tuple[str, ...] = ()) -> str:

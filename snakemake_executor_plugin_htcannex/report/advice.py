@@ -7,12 +7,17 @@ ask for less, match sooner, waste less annex time), above it (a site that enforc
 the request would hold the job), or when a job was held for exceeding it. The
 suggestion is the peak plus `headroom`, rounded up to the resource's step; a held
 job's peak may be cut short, so its request (which it exceeded) plus headroom is a floor.
+A memory suggestion also covers the MemoryUsage a schedd shows at that peak: it rounds the resident
+size up by as much as half (htcondor_codes.schedd_memory_usage_mb), and a pool's SYSTEM_PERIODIC_HOLD on
+`MemoryUsage > RequestMemory` judges that number (a 49 MB peak reads 74 MB).
 It is written in HTCondor's submit command and in Snakemake's resource name.
 """
 import math
 import re
 from dataclasses import dataclass
 from typing import Optional
+
+from htcondor_codes import schedd_memory_usage_mb
 
 from .figures import JobFigures
 
@@ -81,15 +86,24 @@ def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold:
                    if getattr(job, requested_field) is not None), default=None)
     use = peak / requested if peak is not None and requested else None
     floor = [value for value in (peak, held_at) if value is not None]
-    suggested = max(step, step * math.ceil(max(floor) * (1 + headroom) / step)) if floor else None
+    wanted = max(floor) * (1 + headroom) if floor else None
+    rounded = schedd_memory_usage_mb(math.ceil(peak * 1024)) if label == "memory" and peak is not None else None
+    if rounded is not None and rounded > wanted:
+        wanted = rounded
+    suggested = max(step, step * math.ceil(wanted / step)) if wanted is not None else None
     # Low use is worth a change only where the suggestion asks for less.
-    flag = ("held for exceeding" if held else "over request" if use is not None and use > 1
+    # Over the request as a site enforces it: the peak itself (a cgroup limit), or the MemoryUsage the schedd
+    # shows for it (a policy on MemoryUsage).
+    over = (use is not None and use > 1) or (rounded is not None and requested is not None and rounded > requested)
+    flag = ("held for exceeding" if held else "over request" if over
             else "low use" if use is not None and use < threshold and suggested < requested else "")
     text = (f"{group}: {label} peak {_fmt(peak, unit)} of {_fmt(requested, unit)} requested"
             + (f" ({use:.0%})" if use is not None else "")
             + (f", {len(held)} job(s) held for exceeding {_fmt(held_at, unit)}" if held else "")
             + (f"; suggest {command} = {suggested}{unit} (Snakemake: {snakemake_name}={suggested})"
-               if suggested is not None and flag else ""))
+               if suggested is not None and flag else "")
+            + (f"; the schedd shows this peak as MemoryUsage {rounded} MB, which a memory policy judges"
+               if rounded is not None and rounded == wanted and flag else ""))
     return Advice(group=group, resource=label, jobs=len(peaks), requested=requested, peak=peak, use=use,
                   suggested=suggested, unit=unit, flag=flag, text=text)
 

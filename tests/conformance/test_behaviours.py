@@ -15,6 +15,7 @@ import classad2
 import htcondor2
 import pytest
 
+from htcondor_codes import schedd_memory_usage_mb, schedd_rounded
 from snakemake_executor_plugin_htcannex.description import quote_new_syntax
 from snakemake_executor_plugin_htcannex.holds import Hold, HoldKind
 from snakemake_executor_plugin_htcannex.submit_values import literal
@@ -370,6 +371,27 @@ def test_a_job_over_its_memory_request_is_held_for_memory(backend):
         assert hold.needs_more_memory, hold.headline()
     finally:
         remove(backend, job)
+
+
+def test_the_schedd_keeps_a_job_s_resident_memory_rounded_and_its_memory_usage_follows_it(backend):
+    directory = backend.submit_dir()
+    # ~60 MB resident: the starter measures it, the schedd stores it rounded up. Long enough for a real procd to
+    # see it (PID_SNAPSHOT_INTERVAL, 15 s: a 12-s job was reported at its 5.8-MB start only); the pool samples
+    # every 0.1 s.
+    seconds = 25 if backend.name == "htcondor" else 2
+    executable = script(directory, "job.sh", f"""\
+        exec python3 -c 'import time; block = b"x" * (60 * 2**20); time.sleep({seconds})'
+        """)
+    job = submit(backend, directory, executable, request_memory="512MB")
+    terminated = wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
+    ad = in_history(backend, job, ("ResidentSetSize", "ResidentSetSize_RAW", "MemoryUsage", "RequestMemory"))
+    measured = ad["ResidentSetSize_RAW"]
+    assert 60 * 1024 < measured < 100 * 1024, measured
+    assert ad["ResidentSetSize"] == schedd_rounded(measured) > measured
+    # MemoryUsage is an expression of the rounded size: what a policy on MemoryUsage > RequestMemory judges.
+    assert ad.eval("MemoryUsage") == schedd_memory_usage_mb(measured) == (ad["ResidentSetSize"] + 1023) // 1024
+    # The event is the shadow's, which holds what was measured.
+    assert terminated["MemoryUsage"] == -(-measured // 1024) < ad.eval("MemoryUsage")
 
 
 def held_event_of_a_job(backend, **description) -> dict:

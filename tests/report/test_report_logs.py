@@ -67,6 +67,20 @@ def test_dagman_nodes_log_groups_by_node_and_flags_low_memory(tmp_path):
     assert document["jobs"][2]["cpus_used"] == pytest.approx(1.8)  # 90 cpu-seconds over 50 s
 
 
+def test_a_peak_the_schedd_shows_above_the_request_is_flagged_and_the_suggestion_covers_it(tmp_path):
+    # A 49 MB peak under a 64 MB request: the schedd stores the 50,176 KiB resident size as 75,000 and shows
+    # MemoryUsage 74 MB, over the request for a SYSTEM_PERIODIC_HOLD on MemoryUsage > RequestMemory.
+    log = (LOGS / "quickstart.log").read_text()
+    log = log.replace("\t0  -  MemoryUsage of job (MB)\n\t0  -  ResidentSetSize of job (KB)",
+                      "\t49  -  MemoryUsage of job (MB)\n\t50176  -  ResidentSetSize of job (KB)")
+    log = log.replace("Memory (MB)          :        0       98      2001", "Memory (MB)          :       49       64      2001")
+    (tmp_path / "job.log").write_text(log)
+    memory, = [item for item in report_json(tmp_path, tmp_path / "job.log")["advice"] if item["resource"] == "memory"]
+    assert (memory["peak"], memory["requested"], memory["flag"]) == (49, 64, "over request")
+    assert memory["suggested"] == 128  # 74 MB in 64 MB steps; the peak + 20 % alone would say 64
+    assert "the schedd shows this peak as MemoryUsage 74 MB" in memory["text"]
+
+
 def test_tsv_and_html_outputs(tmp_path):
     tsv, page, figures = tmp_path / "jobs.tsv", tmp_path / "report.html", tmp_path / "figures"
     assert main(["report", str(LOGS / "dagman_nodes.log"), "--tsv", str(tsv), "--html", str(page),
