@@ -158,6 +158,22 @@ def test_a_job_waiting_for_a_busy_partitionable_slot_is_not_unmatchable():
                for line in never_matches(job, None, Collector()))
 
 
+def idle_on_annex_a(pool, job: str) -> tuple[str, str]:
+    """What `htcannex why` says of a job left idle on annex htcannex-a once it is up: (its lines for the annex's
+    live slot, which does not match, and the clauses it leaves not judged for catalogue site a, which matches)."""
+    deadline = time.time() + 10
+    while not pool.collector().query(htcondor2.AdTypes.Startd, 'AnnexName == "htcannex-a"', ["Name"]):
+        assert time.time() < deadline, "annex did not come up"
+        time.sleep(0.1)
+    time.sleep(1)  # negotiation cycles: the job stays idle
+    out = why(pool, job).stdout
+    assert f"job {job} (rule train) is idle" in out
+    live = out.split("slot1@htcannex-a-host1 [collector]: does not match")[1].split("[catalogue]")[0]
+    catalogue = out.split("a (catalogue) [catalogue]: matches")[1].split("[catalogue]")[0]
+    [unknown] = [line for line in catalogue.splitlines() if "not judged (the catalogue does not say): " in line]
+    return live, unknown
+
+
 def test_a_job_whose_osdf_url_no_plugin_on_the_annex_serves_is_told_to_use_an_execute_point_that_has_one(
         embedded_pool, tmp_path):
     # An annex whose execute points serve https only (HTCondor built without Pelican advertises no osdf either).
@@ -166,20 +182,11 @@ def test_a_job_whose_osdf_url_no_plugin_on_the_annex_serves_is_told_to_use_an_ex
     job = submit(embedded_pool, tmp_path, should_transfer_files="YES", when_to_transfer_output="ON_SUCCESS",
                  transfer_input_files="osdf:///ospool/run0/ckpt-1.pt", preserve_relative_paths="true",
                  **{"MY.TargetAnnexName": '"htcannex-a"'})
-    deadline = time.time() + 10
-    while not embedded_pool.collector().query(htcondor2.AdTypes.Startd, 'AnnexName == "htcannex-a"', ["Name"]):
-        assert time.time() < deadline, "annex did not come up"
-        time.sleep(0.1)
-    time.sleep(1)  # negotiation cycles: the job stays idle
-    out = why(embedded_pool, job).stdout
-    assert f"job {job} (rule train) is idle" in out
-    live = out.split("slot1@htcannex-a-host1 [collector]: does not match")[1].split("[catalogue]")[0]
+    live, unknown = idle_on_annex_a(embedded_pool, job)
     assert ('FAILS (job Requirements) stringListIMember("osdf",TARGET.HasFileTransferPluginMethods)   '
             '[TARGET.HasFileTransferPluginMethods = https]') in live
     assert "install the OSDF client on the execute point" in live
     # The catalogue does not say which plugins a site's execute points have: not judged there, nor failed.
-    catalogue = out.split("a (catalogue) [catalogue]: matches")[1].split("[catalogue]")[0]
-    [unknown] = [line for line in catalogue.splitlines() if "not judged (the catalogue does not say): " in line]
     assert 'stringListIMember("osdf",TARGET.HasFileTransferPluginMethods)' in unknown
 
 
@@ -189,17 +196,8 @@ def test_a_container_job_on_an_annex_without_a_container_runtime_is_told_so(embe
     (tmp_path / "train.sif").write_text("not really an image")
     job = submit(embedded_pool, tmp_path, universe="container", container_image="train.sif",
                  should_transfer_files="YES", **{"MY.TargetAnnexName": '"htcannex-a"'})
-    deadline = time.time() + 10
-    while not embedded_pool.collector().query(htcondor2.AdTypes.Startd, 'AnnexName == "htcannex-a"', ["Name"]):
-        assert time.time() < deadline, "annex did not come up"
-        time.sleep(0.1)
-    time.sleep(1)  # negotiation cycles: the job stays idle
-    out = why(embedded_pool, job).stdout
-    assert f"job {job} (rule train) is idle" in out
-    live = out.split("slot1@htcannex-a-host1 [collector]: does not match")[1].split("[catalogue]")[0]
+    live, unknown = idle_on_annex_a(embedded_pool, job)
     assert "FAILS (job Requirements) TARGET.HasContainer" in live
     assert "no container runtime (Apptainer) that runs the job's image" in live
     # Nor does the catalogue say which sites run containers: not judged there.
-    catalogue = out.split("a (catalogue) [catalogue]: matches")[1].split("[catalogue]")[0]
-    [unknown] = [line for line in catalogue.splitlines() if "not judged (the catalogue does not say): " in line]
     assert "TARGET.HasContainer;" in unknown
