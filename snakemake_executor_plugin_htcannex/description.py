@@ -70,7 +70,6 @@ class JobSpec:
     # output (as listed in outputs) -> where HTCondor puts it instead: an osdf:// URL or a path
     output_remaps: Mapping[str, str] = field(default_factory=dict)
     environment: Mapping[str, str] = field(default_factory=dict)  # this job's; wins over the profile's
-    container: str | None = None  # the rule's container; overrides the profile's
     ships_workflow_sources: bool = True  # False: the job runs no Snakemake and needs no Snakefile
     # The script direct_command.py prepared for the job (workdir-relative), named in its ad as
     # HtcannexPreparedScript: a restarted executor keeps it while the job is queued, removes it after.
@@ -246,7 +245,7 @@ def _command(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict
     if not spec.argv:
         raise SubmitValueError(spec.rule, "command", list(spec.argv), "the job has no command")
     argv = [check.text(f"command argument {index}", item) for index, item in enumerate(spec.argv)]
-    image = spec.container or options.container_image
+    image = options.container_image
     commands = {}
     if image:
         image = check.text("container", image)

@@ -46,6 +46,11 @@ def submit_for(options, site=None, **overrides) -> htcondor2.Submit:
     return build_submit(spec(**overrides), site, options)
 
 
+def with_image(options, image: str) -> SubmitOptions:
+    """The options of a profile with `container-image: image`."""
+    return SubmitOptions(**{**options.__dict__, "container_image": image})
+
+
 def lines(submit: htcondor2.Submit) -> list[str]:
     return [line for line in str(submit).splitlines() if line != "queue"]
 
@@ -255,7 +260,7 @@ def test_on_a_shared_filesystem_a_container_image_is_read_where_it_is_and_the_po
     # shared-filesystem job reads its image in place; a registry image is pulled on any filesystem.
     shared = SubmitOptions(**{**options.__dict__, "shared_fs": True})
     (tmp_path / "train.sif").write_text("not really an image")
-    path, registry = (submit_for(shared, container=image) for image in ("train.sif", "docker://python:3.11"))
+    path, registry = (submit_for(with_image(shared, image)) for image in ("train.sif", "docker://python:3.11"))
     assert (path["should_transfer_files"], path["transfer_container"]) == ("NO", "false")
     assert "transfer_container" not in registry
     for submit in (path, registry):
@@ -264,7 +269,7 @@ def test_on_a_shared_filesystem_a_container_image_is_read_where_it_is_and_the_po
         ad = embedded_pool.schedd().query(f"ClusterId == {cluster}", ["ContainerImageSource", "TransferInput"])[0]
         assert "TransferInput" not in ad and ad["ContainerImageSource"] in ("local", "docker")
     with pytest.raises(SubmitValueError, match="path on the shared filesystem"):
-        submit_for(shared, container="osdf:///ospool/images/train.sif")
+        submit_for(with_image(shared, "osdf:///ospool/images/train.sif"))
 
 
 @pytest.mark.parametrize(
@@ -304,13 +309,13 @@ def test_sources_outside_the_workdir_travel_from_the_directory_above_both(tmp_pa
 
 
 def test_container_universe(options):
-    submit = submit_for(options, container="osdf:///ospool/images/train.sif")
+    submit = submit_for(with_image(options, "osdf:///ospool/images/train.sif"))
     assert (submit["universe"], submit["container_image"]) == ("container", "osdf:///ospool/images/train.sif")
-    local = submit_for(SubmitOptions(**{**options.__dict__, "container_image": "images/train.sif"}))
+    local = submit_for(with_image(options, "images/train.sif"))
     assert local["container_image"] == "images/train.sif"
     assert submit_for(options)["universe"] == "vanilla"
     with pytest.raises(SubmitValueError, match="container image"):
-        submit_for(options, container="a b.sif")
+        submit_for(with_image(options, "a b.sif"))
 
 
 # --- the command, the environment and the escape hatch -----------------------
@@ -423,7 +428,6 @@ INJECTIONS = [
     ("command argument 2", {"argv": ["/bin/sh", "-c", "true\nexecutable = /bin/evil"]}),
     ("input", {"inputs": ["data/run\nexecutable=/bin/evil"]}),
     ("output file", {"outputs": ["results/x\r\nqueue 1000"]}),
-    ("container", {"container": "img.sif\nuniverse = vanilla"}),
     ("resources.gpu_model", {"resources": {"gpu": 1, "gpu_model": "A100\n+Evil = 1"}}),
     ("command argument 1", {"argv": ["/bin/sh", "nul\x00byte"]}),
 ]
@@ -449,8 +453,9 @@ def test_injection_is_refused_and_never_reaches_a_schedd(options, field, overrid
     assert schedd.received == []
 
 
-def test_injection_through_environment_and_escape_hatch(options):
+def test_injection_through_the_profile_is_refused(options):
     for change in ({"environment": {"A": "1\nexecutable=/bin/evil"}},
+                   {"container_image": "img.sif\nuniverse = vanilla"},
                    {"extra_commands": {"batch_name": "x\nexecutable=/bin/evil"}},
                    {"extra_commands": {"+Note": "x\nexecutable=/bin/evil"}}):
         with pytest.raises(SubmitValueError, match="newline"):
