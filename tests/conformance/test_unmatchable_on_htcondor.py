@@ -20,13 +20,20 @@ TOO_MANY_CORES = ('rule big:\n    output: "big.txt"\n    threads: 64\n'
                   '    resources: mem_mb=100\n    shell: "touch {output}"\n')
 
 
-@pytest.mark.parametrize("snakefile, fails", [
-    (TOO_BIG, "FAILS (job Requirements) TARGET.Memory >= RequestMemory"),
-    (TOO_MANY_CORES, "FAILS (slot Requirements) TARGET.RequestCpus <= MY.Cpus"),
-], ids=["too-big", "too-many-cores"])
+# Any small rule, in a container image: the realpool's execute points have no Apptainer (no HasContainer).
+IN_A_CONTAINER = ('rule big:\n    output: "big.txt"\n    resources: mem_mb=100\n    shell: "touch {output}"\n')
+
+
+@pytest.mark.parametrize("snakefile, options, fails", [
+    (TOO_BIG, (), "FAILS (job Requirements) TARGET.Memory >= RequestMemory"),
+    (TOO_MANY_CORES, (), "FAILS (slot Requirements) TARGET.RequestCpus <= MY.Cpus"),
+    (IN_A_CONTAINER, ("--htcannex-container-image", "docker://python:3.11"),
+     "FAILS (job Requirements) TARGET.HasContainer   [TARGET.HasContainer = undefined]"),
+], ids=["too-big", "too-many-cores", "no-container-runtime"])
 @pytest.mark.parametrize("event_log", [True, False], ids=["event-log", "no-event-log"])
 def test_on_htcondor_a_job_no_slot_can_run_is_said_a_negotiation_cycle_after_it_was_queued(htcondor, workdir, env,
-                                                                                          event_log, snakefile, fails):
+                                                                                          event_log, snakefile, options,
+                                                                                          fails):
     (workdir / "Snakefile").write_text(snakefile)
     # HTCondor writes the event log as the job's owner (on the realpool htcuser, not root, who runs this): a
     # .htcannex that Snakemake creates as root has none, and the jobs' states come from the schedd instead.
@@ -34,7 +41,7 @@ def test_on_htcondor_a_job_no_slot_can_run_is_said_a_negotiation_cycle_after_it_
         (workdir / ".htcannex").mkdir(mode=0o777)
         (workdir / ".htcannex").chmod(0o777)
     interval = param_seconds("NEGOTIATOR_INTERVAL")  # the pool's: real_htcondor loaded its configuration
-    snakemake = start_snakemake(workdir, env, "big.txt")
+    snakemake = start_snakemake(workdir, env, "big.txt", extra=options)
     deadline = threading.Timer(120 + 3 * interval, snakemake.kill)  # a warning that never comes fails the test
     deadline.start()
     try:
