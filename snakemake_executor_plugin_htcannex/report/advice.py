@@ -7,9 +7,10 @@ ask for less, match sooner, waste less annex time), above it (a site that enforc
 the request would hold the job), or when a job was held for exceeding it. The
 suggestion is the peak plus `headroom`, rounded up to the resource's step; a held
 job's peak may be cut short, so its request (which it exceeded) plus headroom is a floor.
-A memory suggestion also covers the MemoryUsage a schedd shows at that peak: it rounds the resident
-size up by as much as half (htcondor_codes.schedd_memory_usage_mb), and a pool's SYSTEM_PERIODIC_HOLD on
-`MemoryUsage > RequestMemory` judges that number (a 49 MB peak reads 74 MB).
+A memory or disk suggestion also covers what a schedd's job ad shows at that peak: it rounds the resident
+size and the disk usage up by as much as half (htcondor_codes.schedd_rounded), and a pool's
+SYSTEM_PERIODIC_HOLD on `MemoryUsage > RequestMemory` or `DiskUsage > RequestDisk` judges those numbers
+(a 49 MB peak reads 74 MB).
 It is written in HTCondor's submit command and in Snakemake's resource name.
 """
 import math
@@ -17,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from htcondor_codes import schedd_memory_usage_mb
+from htcondor_codes import schedd_memory_usage_mb, schedd_rounded
 
 from .figures import JobFigures
 
@@ -30,6 +31,11 @@ _RESOURCES = (
     ("disk", "request_disk", "disk_mb", "disk_requested_kb", "disk_used_kb", "MB", 1 / 1024, 128),
     ("cpus", "request_cpus", "threads", "cpus_requested", "cpus_used", "", 1, 1),
 )
+# What a schedd's job ad shows for a peak (in the resource's unit, MB), which a hold policy on it judges.
+_SHOWN_BY_THE_SCHEDD = {
+    "memory": ("MemoryUsage", lambda peak_mb: schedd_memory_usage_mb(math.ceil(peak_mb * 1024))),
+    "disk": ("DiskUsage", lambda peak_mb: schedd_rounded(math.ceil(peak_mb * 1024)) / 1024),
+}
 
 
 @dataclass
@@ -87,13 +93,14 @@ def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold:
     use = peak / requested if peak is not None and requested else None
     floor = [value for value in (peak, held_at) if value is not None]
     wanted = max(floor) * (1 + headroom) if floor else None
-    rounded = schedd_memory_usage_mb(math.ceil(peak * 1024)) if label == "memory" and peak is not None else None
+    shown_as, shown = _SHOWN_BY_THE_SCHEDD.get(label, (None, None))
+    rounded = shown(peak) if shown is not None and peak is not None else None
     if rounded is not None and rounded > wanted:
         wanted = rounded
     suggested = max(step, step * math.ceil(wanted / step)) if wanted is not None else None
     # Low use is worth a change only where the suggestion asks for less.
-    # Over the request as a site enforces it: the peak itself (a cgroup limit), or the MemoryUsage the schedd
-    # shows for it (a policy on MemoryUsage).
+    # Over the request as a site enforces it: the peak itself (a cgroup limit), or what the schedd shows for it
+    # (a policy on MemoryUsage or DiskUsage).
     over = (use is not None and use > 1) or (rounded is not None and requested is not None and rounded > requested)
     flag = ("held for exceeding" if held else "over request" if over
             else "low use" if use is not None and use < threshold and suggested < requested else "")
@@ -102,8 +109,8 @@ def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold:
             + (f", {len(held)} job(s) held for exceeding {_fmt(held_at, unit)}" if held else "")
             + (f"; suggest {command} = {suggested}{unit} (Snakemake: {snakemake_name}={suggested})"
                if suggested is not None and flag else "")
-            + (f"; the schedd shows this peak as MemoryUsage {rounded} MB, which a memory policy judges"
-               if rounded is not None and rounded == wanted and flag else ""))
+            + (f"; the schedd shows this peak as {shown_as} {_fmt(rounded, unit)}, which a hold policy on it "
+               "judges" if rounded is not None and rounded == wanted and flag else ""))
     return Advice(group=group, resource=label, jobs=len(peaks), requested=requested, peak=peak, use=use,
                   suggested=suggested, unit=unit, flag=flag, text=text)
 
