@@ -1,7 +1,10 @@
 """recovery.py's and adoption.py's pieces on their own (end to end in test_faults.py)."""
+import getpass
 from pathlib import Path
 
 import classad2
+import htcondor2
+from waiting import wait_until
 
 from snakemake_executor_plugin_htcannex import adoption, recovery
 from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
@@ -68,3 +71,20 @@ def test_finished_jobs_asks_nothing_when_no_job_is_marked():
     jobs = adoption.FinishedJobs(schedd, lambda: [])
     assert jobs.completed(["1.0"], "s1") is None
     assert schedd.queries == []
+
+
+def test_a_container_job_on_an_annex_without_a_container_runtime_is_stuck_there(embedded_pool, tmp_path):
+    # The annex's slots advertise no HasContainer: undefined in the job's Requirements, so the negotiator never
+    # matches them, and recovery moves the job on (it took such a slot for one that matches until 2026-12-05).
+    embedded_pool.create_annex("htcannex-a", owner=getpass.getuser(), cpus=1, memory_mb=2048, lifetime_s=600,
+                               containers=False)
+    (tmp_path / "train.sif").write_text("not really an image")
+    cluster = embedded_pool.schedd().submit(htcondor2.Submit({
+        "executable": "/bin/true", "universe": "container", "container_image": "train.sif", "hold": "true",
+        "should_transfer_files": "YES", "initialdir": str(tmp_path), "log": str(tmp_path / "jobs.log"),
+        "MY.TargetAnnexName": '"htcannex-a"', "requirements": "TARGET.AnnexName =?= MY.TargetAnnexName"})).cluster()
+    wait_until(lambda: embedded_pool.collector().query(htcondor2.AdTypes.Startd, 'AnnexName == "htcannex-a"', []),
+               10, "annex htcannex-a up")
+    [job] = embedded_pool.schedd().query(f"ClusterId == {cluster}", [])
+    stuck = recovery.stuck_on_annex(embedded_pool.collector(), job, "htcannex-a")
+    assert stuck is not None and stuck.startswith("no slot of its annex htcannex-a can run it")
