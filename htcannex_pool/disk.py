@@ -22,4 +22,3 @@ def size_kib(path: Path) -> int:
     if path.is_dir():
         return -(-bytes_below(str(path)) // 1024)
     return -(-path.stat().st_size // 1024) if path.is_file() else 0
-

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import classad2
 import htcondor2
-from htcondor_codes import (CHECKPOINT_EXIT_CODE, IMAGE_KINDS, SUBMITTED_ON_HOLD_REASON, WANT_FT_ON_CHECKPOINT, HoldCode,
-                            JobStatus, image_kind, schedd_rounded)
+from htcondor_codes import (CHECKPOINT_EXIT_CODE, IMAGE_KINDS, SUBMITTED_ON_HOLD_REASON, WANT_FT_ON_CHECKPOINT,
+                            HoldCode, JobStatus, image_kind, schedd_rounded)
 
 from . import disk, quoting, units
 
@@ -371,8 +371,10 @@ class ClusterBuilder:
         if "arch" not in judged:
             clauses.append(f'(TARGET.Arch == "{MACHINE_ARCH}")')
         if ad.get("WantContainer"):
-            # No OpSys clause: the image brings its own. A runtime, and one that runs this kind of image.
-            clauses += ["TARGET.HasContainer", f"TARGET.{IMAGE_KINDS[image_kind(ad['ContainerImage'])][1]}"]
+            # No OpSys clause: the image brings its own. A runtime, and one that runs this kind of image (its Want*
+            # attribute, set from the image as given: a URL's image has become its file name since).
+            kind = [slot for want, slot in IMAGE_KINDS.values() if ad.get(want)]
+            clauses += ["TARGET.HasContainer", *(f"TARGET.{slot}" for slot in kind)]
         elif "opsys" not in judged:
             clauses.append('(TARGET.OpSys == "LINUX")')
         transfers = ad["JobUniverse"] in TRANSFERRING_UNIVERSES

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import classad2
-from htcondor_codes import (CHECKPOINT_EXIT_CODE, MEMORY_USAGE, WANT_FT_ON_CHECKPOINT, HoldCode, JobStatus, OutOfResources,
-                            status_word)
+from htcondor_codes import (CHECKPOINT_EXIT_CODE, MEMORY_USAGE, WANT_FT_ON_CHECKPOINT, HoldCode, JobStatus,
+                            OutOfResources, status_word)
 
 from . import dollardollar, jobads, local_universe, starter, transfer
 from .exits import ExitWatch

@@ -3,8 +3,9 @@
 Slots are static (one job per slot; no partitionable slots). Each advertises a
 startd's Requirements: START, and the job's requests within the slot's resources
 (htcondor_codes.SLOT_REQUIREMENTS); what its starter can do (file transfer, its URL
-plugins' methods); and, unless told otherwise, a container runtime (Apptainer's image kinds). Annex slots use the START expression of HTCondor's
-annexes: only jobs that name the annex in `TargetAnnexName` and belong to the annex's owner.
+plugins' methods); and, unless told otherwise, a container runtime (Apptainer's image kinds).
+Annex slots use the START expression of HTCondor's annexes: only jobs that name the annex in
+`TargetAnnexName` and belong to the annex's owner.
 Ordinary slots take only jobs that target no annex, so a job aimed at an annex that is not up
 waits for it, as on a real access point.
 """
@@ -15,7 +16,8 @@ from dataclasses import dataclass, field
 
 import classad2
 import htcondor2
-from htcondor_codes import CONTAINER_RUNTIME, SLOT_REQUIREMENTS, STARTER_CAPABILITIES, annex_start, within_resource_limits
+from htcondor_codes import (CONTAINER_RUNTIME, SLOT_REQUIREMENTS, STARTER_CAPABILITIES, annex_start,
+                            within_resource_limits)
 
 from .jobads import FILESYSTEM_DOMAIN, MACHINE_ARCH
 from .transfer import PLUGIN_METHODS
@@ -114,7 +116,8 @@ class Annex:
                           gpu_memory_mb=spec["gpu_memory_mb"], gpu_capability=spec["gpu_capability"],
                           start=annex_start(spec["owner"]), disk_kib=disk_kib,
                           transfer_methods=spec.get("transfer_methods", PLUGIN_METHODS),
-                          containers=spec.get("containers", True), extra={"AnnexName": spec["name"], "IsAnnex": True,
+                          containers=spec.get("containers", True),
+                          extra={"AnnexName": spec["name"], "IsAnnex": True,
                                  "AnnexLifetimeEnd": int(self.ends_at())}))
             for node in range(1, spec["nodes"] + 1)]
 

@@ -165,7 +165,8 @@ def test_a_container_job_gets_its_image_in_the_sandbox_and_a_missing_image_holds
     jobs = {name: submit(pool, {"executable": "job.sh", "arguments": name, "universe": "container",
                                 "container_image": image, "should_transfer_files": "YES",
                                 "transfer_output_files": f"images-{name}.txt"})
-            for name, image in (("local", "image.sif"), ("fetched", "osdf:///images/train.sif"), ("missing", "gone.sif"))}
+            for name, image in (("local", "image.sif"), ("fetched", "osdf:///images/train.sif"),
+                                ("missing", "gone.sif"))}
     for name in ("local", "fetched"):
         wait_for_status(pool, f"{jobs[name].cluster()}.0", 4)
     assert (submit_dir / "images-local.txt").read_text() == "image.sif\n"

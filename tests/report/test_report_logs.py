@@ -73,14 +73,16 @@ def test_a_peak_the_schedd_shows_above_the_request_is_flagged_and_the_suggestion
     log = (LOGS / "quickstart.log").read_text()
     log = log.replace("\t0  -  MemoryUsage of job (MB)\n\t0  -  ResidentSetSize of job (KB)",
                       "\t49  -  MemoryUsage of job (MB)\n\t50176  -  ResidentSetSize of job (KB)")
-    log = log.replace("Memory (MB)          :        0       98      2001", "Memory (MB)          :       49       64      2001")
+    log = log.replace("Memory (MB)          :        0       98      2001",
+                      "Memory (MB)          :       49       64      2001")
     (tmp_path / "job.log").write_text(log)
     memory, = [item for item in report_json(tmp_path, tmp_path / "job.log")["advice"] if item["resource"] == "memory"]
     assert (memory["peak"], memory["requested"], memory["flag"]) == (49, 64, "over request")
     assert memory["suggested"] == 128  # 74 MB in 64 MB steps; the peak + 20 % alone would say 64
     assert "the schedd shows this peak as MemoryUsage 74 MB" in memory["text"]
     # The same for disk: 500 MB used reads DiskUsage 732 MB (750,000 KiB) under a 640-MB request.
-    log = log.replace("Disk (KB)            :   100000   100000   2033496", "Disk (KB)            :   512000   655360   2033496")
+    log = log.replace("Disk (KB)            :   100000   100000   2033496",
+                      "Disk (KB)            :   512000   655360   2033496")
     (tmp_path / "job.log").write_text(log)
     disk, = [item for item in report_json(tmp_path, tmp_path / "job.log")["advice"] if item["resource"] == "disk"]
     assert (disk["peak"], disk["requested"], disk["flag"], disk["suggested"]) == (500, 640, "over request", 768)
