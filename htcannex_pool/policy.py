@@ -5,6 +5,12 @@ Real pools differ here (HTCondor 25 manual, admin-manual/configuration/starter.r
 startd.rst), and a workflow must survive each:
 - CGROUP_MEMORY_LIMIT_POLICY = hard (the default): the starter's cgroup limit holds the job with
   34/102 (JobOutOfResources, memory). `none`: nothing is enforced by the starter.
+- BASE_CGROUP = "" (an execute point without per-job cgroups, as an unprivileged annex or glidein
+  runs; default `htcondor`): no cgroup limit, and a job's memory is what the procd's snapshots saw,
+  one as the job starts and then one each PID_SNAPSHOT_INTERVAL seconds (default 15), none as it
+  exits: a 100-MB peak held for 3 s between two snapshots was reported at the job's 5.8-MB start on
+  a 25.14.0 pool (src/condor_utils/proc_family_direct_cgroup_v2.cpp reads the cgroup's memory.peak
+  instead). With cgroups the pool samples memory every cycle, as memory.peak sees it.
 - SYSTEM_PERIODIC_HOLD (+ _REASON, _SUBCODE): the schedd evaluates it in every job ad each
   PERIODIC_EXPR_INTERVAL; true holds the job with code 26 (SystemPolicy), the reason and subcode
   from the other two (default: "The system macro SYSTEM_PERIODIC_HOLD expression '...' evaluated
@@ -23,11 +29,14 @@ from typing import Optional
 
 import classad2
 
+from htcondor_codes import PARAM_DEFAULTS_S
+
 CONFIG_FILE = "condor_config.json"
 MEMORY_LIMIT_POLICIES = ("hard", "none")
 EXPRESSIONS = ("SYSTEM_PERIODIC_HOLD", "SYSTEM_PERIODIC_HOLD_REASON", "SYSTEM_PERIODIC_HOLD_SUBCODE",
                "PREEMPT", "WANT_HOLD", "WANT_HOLD_REASON", "WANT_HOLD_SUBCODE")
-MACROS = ("CGROUP_MEMORY_LIMIT_POLICY", *EXPRESSIONS)
+MACROS = ("CGROUP_MEMORY_LIMIT_POLICY", "BASE_CGROUP", "PID_SNAPSHOT_INTERVAL", *EXPRESSIONS)
+DEFAULT_BASE_CGROUP = "htcondor"
 
 
 class PolicyConfigError(ValueError):
@@ -54,6 +63,15 @@ class PoolPolicy:
         if self.memory_limit not in MEMORY_LIMIT_POLICIES:
             raise PolicyConfigError(f"pool config: CGROUP_MEMORY_LIMIT_POLICY = {self.memory_limit!r}; "
                                     f"use one of {', '.join(MEMORY_LIMIT_POLICIES)}")
+        self.cgroups = config.get("BASE_CGROUP", DEFAULT_BASE_CGROUP) != ""
+        interval = config.get("PID_SNAPSHOT_INTERVAL", PARAM_DEFAULTS_S["PID_SNAPSHOT_INTERVAL"])
+        try:
+            self.snapshot_interval_s = float(str(interval))  # a number, or its text as a condor_config has it
+        except ValueError:
+            self.snapshot_interval_s = 0.0
+        if isinstance(interval, bool) or not self.snapshot_interval_s > 0:
+            raise PolicyConfigError(f"pool config: PID_SNAPSHOT_INTERVAL = {interval!r}; use a number of "
+                                    "seconds above 0")
         self.expressions: dict[str, classad2.ExprTree] = {}
         for name in EXPRESSIONS:
             if name in config:
@@ -75,7 +93,7 @@ class PoolPolicy:
 
     @property
     def enforces_memory(self) -> bool:
-        return self.memory_limit == "hard"
+        return self.cgroups and self.memory_limit == "hard"
 
     def system_periodic_hold(self, job: classad2.ClassAd) -> Optional[Decision]:
         """The schedd's SYSTEM_PERIODIC_HOLD on one job (hold code 26), or None."""

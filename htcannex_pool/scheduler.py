@@ -657,10 +657,12 @@ class Scheduler:
         self._retire(ad)
 
     def _monitor(self, now: float):
-        # Reap every pass; sample memory (costly with many jobs) at most every MEMORY_SAMPLE_S.
+        # Reap every pass; sample memory (costly with many jobs) at most every MEMORY_SAMPLE_S, as a cgroup's
+        # memory.peak sees it, or, without cgroups, at each job's procd snapshots (policy.py).
         sample_memory = now - self._last_memory_sample >= MEMORY_SAMPLE_S
         if sample_memory:
             self._last_memory_sample = now
+        snapshots = not self.policy.cgroups
         for key, running in list(self.running.items()):
             if running.process.returncode is not None:
                 continue  # exited already: its outputs are on their way back
@@ -673,24 +675,34 @@ class Scheduler:
                 if local_universe.overdue(running, now):
                     starter.kill_process_group(running.process.pid)
                 continue  # no memory enforcement for local jobs (LOCAL_UNIVERSE_CGROUP_ENFORCEMENT)
-            if not sample_memory:
-                continue
-            rss_kib = running.rss_kib()
-            if rss_kib > running.reported_rss_kib * 1.1:
-                running.reported_rss_kib = rss_kib
-                _record_memory(ad, rss_kib)
-                # The event carries what the starter measured (seen on a 25.14.0 pool), not the rounded ad.
-                UserLog(ad).image_size(rss_kib, -(-rss_kib // 1024), rss_kib)
-            if self.policy.enforces_memory and rss_kib / 1024 > ad["RequestMemory"]:
-                self._hold(ad, f"Job has gone over cgroup memory limit of {ad['RequestMemory']} megabytes. "
-                               f"Peak usage: {running.peak_rss_kib // 1024} megabytes.  "
-                               "Consider resubmitting with a higher request_memory.",
-                           HoldCode.JobOutOfResources, OutOfResources.Memory)
-                continue
+            if snapshots:
+                measure = now >= running.next_snapshot
+                if measure:
+                    running.next_snapshot = now + self.policy.snapshot_interval_s
+            else:
+                measure = sample_memory
+            if measure and self._measure_memory(ad, running):
+                continue  # held
             allowed = ad.get("AllowedExecuteDuration")
             if allowed is not None and now - running.started > allowed:
                 self._hold(ad, f"The job exceeded allowed execute duration of {_duration(allowed)}",
                            HoldCode.JobExecuteExceeded, 0)
+
+    def _measure_memory(self, ad: classad2.ClassAd, running: starter.RunningJob) -> bool:
+        """The job's memory now, into its ad and log when it grew; True when a cgroup limit held the job."""
+        rss_kib = running.rss_kib()
+        if rss_kib > running.reported_rss_kib * 1.1:
+            running.reported_rss_kib = rss_kib
+            _record_memory(ad, rss_kib)
+            # The event carries what the starter measured (seen on a 25.14.0 pool), not the rounded ad.
+            UserLog(ad).image_size(rss_kib, -(-rss_kib // 1024), rss_kib)
+        if self.policy.enforces_memory and rss_kib / 1024 > ad["RequestMemory"]:
+            self._hold(ad, f"Job has gone over cgroup memory limit of {ad['RequestMemory']} megabytes. "
+                           f"Peak usage: {running.peak_rss_kib // 1024} megabytes.  "
+                           "Consider resubmitting with a higher request_memory.",
+                       HoldCode.JobOutOfResources, OutOfResources.Memory)
+            return True
+        return False
 
     def _periodic(self, now: float):
         if now - self._last_periodic < PERIODIC_INTERVAL_S:

@@ -16,7 +16,7 @@ import htcondor2
 from htcondor2 import JobStatus
 
 __all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start", "param_seconds",
-           "CHECKPOINT_EXIT_CODE", "WANT_FT_ON_CHECKPOINT", "SLOT_REQUIREMENTS", "within_resource_limits",
+           "PARAM_DEFAULTS_S", "CHECKPOINT_EXIT_CODE", "WANT_FT_ON_CHECKPOINT", "SLOT_REQUIREMENTS", "within_resource_limits",
            "STARTER_CAPABILITIES", "CONTAINER_RUNTIME", "IMAGE_KINDS", "image_kind", "MEMORY_USAGE",
            "schedd_rounded", "schedd_memory_usage_mb"]
 
@@ -30,6 +30,8 @@ WANT_FT_ON_CHECKPOINT = "WantFTOnCheckpoint"
 PARAM_DEFAULTS_S = {
     "NEGOTIATOR_INTERVAL": 60.0,  # the longest a queued job waits for a negotiator's cycle
     "QUERY_TIMEOUT": 60.0,  # how long HTCondor's tools wait for a daemon's answer
+    # How often an execute point without per-job cgroups (BASE_CGROUP = "") measures a job's memory.
+    "PID_SNAPSHOT_INTERVAL": 15.0,
 }
 
 

@@ -11,6 +11,12 @@ A memory or disk suggestion also covers what a schedd's job ad shows at that pea
 size and the disk usage up by as much as half (htcondor_codes.schedd_rounded), and a pool's
 SYSTEM_PERIODIC_HOLD on `MemoryUsage > RequestMemory` or `DiskUsage > RequestDisk` judges those numbers
 (a 49 MB peak reads 74 MB).
+A memory peak is what HTCondor measured, and an execute point without per-job cgroups (BASE_CGROUP
+empty: annexes and glideins run so, unprivileged) measures memory only in snapshots, one as the job
+starts and then one each PID_SNAPSHOT_INTERVAL (15 s): a job that ran for less may be reported at
+its start (a 100-MB peak held for 3 s read 5.8 MB on a 25.14.0 pool). Such a peak is a floor: it can
+show a request too small, never one too large, so a group with a job that ran less than that is
+flagged "unmeasured" instead of "low use", with no smaller request suggested.
 It is written in HTCondor's submit command and in Snakemake's resource name.
 """
 import math
@@ -18,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from htcondor_codes import schedd_memory_usage_mb, schedd_rounded
+from htcondor_codes import param_seconds, schedd_memory_usage_mb, schedd_rounded
 
 from .figures import JobFigures
 
@@ -48,7 +54,7 @@ class Advice:
     use: Optional[float]  # peak / requested
     suggested: Optional[int]
     unit: str
-    flag: str  # "" | "low use" | "held for exceeding"
+    flag: str  # "" | "low use" | "unmeasured" | "over request" | "held for exceeding"
     text: str
 
 
@@ -102,8 +108,20 @@ def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold:
     # Over the request as a site enforces it: the peak itself (a cgroup limit), or what the schedd shows for it
     # (a policy on MemoryUsage or DiskUsage).
     over = (use is not None and use > 1) or (rounded is not None and requested is not None and rounded > requested)
+    low_use = use is not None and use < threshold and suggested < requested
+    snapshot_s = param_seconds("PID_SNAPSHOT_INTERVAL")
+    # Memory from snapshots (module doc): a job that ran shorter than one interval has a floor, not a peak.
+    unmeasured = [job for job in jobs if label == "memory" and getattr(job, peak_field) is not None
+                  and (job.longest_run_s is None or job.longest_run_s < snapshot_s)]
     flag = ("held for exceeding" if held else "over request" if over
-            else "low use" if use is not None and use < threshold and suggested < requested else "")
+            else "unmeasured" if low_use and unmeasured else "low use" if low_use else "")
+    if flag == "unmeasured":
+        text = (f"{group}: {label} peak {_fmt(peak, unit)} of {_fmt(requested, unit)} requested ({use:.0%}); "
+                f"{len(unmeasured)} of {len(peaks)} job(s) ran less than {snapshot_s:.0f} s, shorter than the "
+                "memory snapshots of an execute point without per-job cgroups (PID_SNAPSHOT_INTERVAL), so "
+                "their peaks may be their start: no smaller request_memory is suggested from them")
+        return Advice(group=group, resource=label, jobs=len(peaks), requested=requested, peak=peak, use=use,
+                      suggested=None, unit=unit, flag=flag, text=text)
     text = (f"{group}: {label} peak {_fmt(peak, unit)} of {_fmt(requested, unit)} requested"
             + (f" ({use:.0%})" if use is not None else "")
             + (f", {len(held)} job(s) held for exceeding {_fmt(held_at, unit)}" if held else "")

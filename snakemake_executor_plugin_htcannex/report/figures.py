@@ -47,6 +47,7 @@ class JobFigures:
     transfer_in_s: float
     transfer_out_s: float
     compute_s: float
+    longest_run_s: Optional[float]  # the longest run's compute: how many memory snapshots it had (advice.py)
     badput_s: float
     wall_s: Optional[float]  # first run's start to the end
     cpu_s: Optional[float]
@@ -130,6 +131,7 @@ def job_figures(history: records.JobHistory, ad: Optional[dict], now: float) -> 
         transfer_in_s=sum(_transfers(run_.input_transfers, now) for run_ in history.runs),
         transfer_out_s=sum(_transfers(run_.output_transfers, now) for run_ in history.runs),
         compute_s=compute,
+        longest_run_s=max((_compute(run_, now) for run_ in history.runs), default=None),
         badput_s=sum(_badput(run_) for run_ in history.runs),
         wall_s=(history.finished_at if history.finished_at is not None else now) - history.runs[0].began_at
         if history.runs else None,

@@ -6,7 +6,7 @@ htcannex-delta, the annex START expression) whose jobs belong to `owner`.
 - `htcondor`: a real HTCondor personal pool, when HTCANNEX_TEST_CONDOR_CONFIG names its
   condor_config (its annex-like startds as /work/shared/realpool/condor_config sets them up:
   AnnexName htcannex-expanse / htcannex-delta, 1 CPU, 2048 / 1024 MB, memory over-use held by
-  SYSTEM_PERIODIC_HOLD). Skipped when the variable is unset or condor_master is not installed.
+  SYSTEM_PERIODIC_HOLD; its startds run unprivileged, so without per-job cgroups). Skipped when the variable is unset or condor_master is not installed.
   Its jobs run as an unprivileged user (the realpool maps root to htcuser), so the submit
   directories are made world-writable below HTCANNEX_TEST_SUBMIT_BASE (default /tmp).
 """
@@ -45,8 +45,9 @@ class Backend:
         return directory
 
 
-def embedded(spool: Path) -> Backend:
-    pool = Pool(spool, idle_exit_s=120, cycle_s=0.05, slots=[{"cpus": 1, "memory_mb": 1024}])
+def embedded(spool: Path, config: dict | None = None) -> Backend:
+    """`config`: the pool's HTCondor macros (htcannex_pool/policy.py)."""
+    pool = Pool(spool, idle_exit_s=120, cycle_s=0.05, slots=[{"cpus": 1, "memory_mb": 1024}], config=config)
     owner = getpass.getuser()
     for name, memory_mb in ANNEXES.items():
         pool.create_annex(name, owner=owner, cpus=1, memory_mb=memory_mb, lifetime_s=3600)

@@ -26,6 +26,16 @@ def backend(request, tmp_path_factory):
     started.stop()
 
 
+@pytest.fixture(params=["embedded", "htcondor"])
+def backend_without_cgroups(request, tmp_path_factory):
+    """An execute point without per-job cgroups, as annexes and glideins run: the embedded pool with
+    BASE_CGROUP empty, or the real personal pool (its startds run unprivileged)."""
+    started = (embedded(tmp_path_factory.mktemp("pool"), config={"BASE_CGROUP": ""}) if request.param == "embedded"
+               else real_htcondor(tmp_path_factory.getbasetemp()))
+    yield started
+    started.stop()
+
+
 @pytest.fixture
 def htcondor(tmp_path_factory):
     return real_htcondor(tmp_path_factory.getbasetemp())

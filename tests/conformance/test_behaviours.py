@@ -394,6 +394,21 @@ def test_the_schedd_keeps_a_job_s_resident_memory_rounded_and_its_memory_usage_f
     assert terminated["MemoryUsage"] == -(-measured // 1024) < ad.eval("MemoryUsage")
 
 
+def test_without_cgroups_a_job_s_memory_is_what_the_snapshots_saw(backend_without_cgroups):
+    backend = backend_without_cgroups
+    directory = backend.submit_dir()
+    # 100 MB from 3 s to 5 s after the job starts: after the procd's snapshot as it starts, before the next one
+    # (PID_SNAPSHOT_INTERVAL, 15 s; none is taken as the job exits). With a cgroup, memory.peak would see it.
+    executable = script(directory, "job.sh", """\
+        exec python3 -c 'import time; time.sleep(3); block = b"x" * (100 * 2**20); time.sleep(2)'
+        """)
+    job = submit(backend, directory, executable, request_memory="512MB")
+    terminated = wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
+    measured = in_history(backend, job, ("ResidentSetSize_RAW",))["ResidentSetSize_RAW"]
+    assert 0 < measured < 50 * 1024, measured
+    assert terminated["MemoryUsage"] == -(-measured // 1024)
+
+
 def held_event_of_a_job(backend, **description) -> dict:
     """The held event of a job that exits 0 and is held for what `description` adds (then removed)."""
     directory = backend.submit_dir()

@@ -59,6 +59,9 @@ HOG = """\
     ({"CGROUP_MEMORY_LIMIT_POLICY": "none", "SYSTEM_PERIODIC_HOLD_SUBCODE": "7",
       "SYSTEM_PERIODIC_HOLD": "MemoryUsage > RequestMemory"},
      26, 7, "The system macro SYSTEM_PERIODIC_HOLD expression 'MemoryUsage > RequestMemory' evaluated to TRUE"),
+    # the same on an execute point without per-job cgroups (the realpool's): judged at the procd's snapshots
+    ({"BASE_CGROUP": "", "PID_SNAPSHOT_INTERVAL": "1", "SYSTEM_PERIODIC_HOLD": "MemoryUsage > RequestMemory"},
+     26, 0, "The system macro SYSTEM_PERIODIC_HOLD expression 'MemoryUsage > RequestMemory' evaluated to TRUE"),
     # an execute point's PREEMPT + WANT_HOLD
     ({"CGROUP_MEMORY_LIMIT_POLICY": "none", "PREEMPT": "TARGET.MemoryUsage > TARGET.RequestMemory",
       "WANT_HOLD": "true", "WANT_HOLD_SUBCODE": "102"},
@@ -78,11 +81,32 @@ def test_memory_overuse_held_as_the_pool_is_configured(spool, submit_dir, config
         stop_for_sure(pool)
 
 
-def test_bad_pool_config_names_the_macro(spool):
-    with pytest.raises(PoolRequestError, match="CGROUP_MEMORY_LIMIT_POLICY = 'soft'; use one of hard, none"):
-        make_pool(spool, config={"CGROUP_MEMORY_LIMIT_POLICY": "soft"})
-    with pytest.raises(PoolRequestError, match="unknown macro.*SYSTEM_PERIODIC_HOLDS"):
-        make_pool(spool, config={"SYSTEM_PERIODIC_HOLDS": "true"})
+def test_without_cgroups_no_cgroup_limit_holds_a_job(spool, submit_dir):
+    # CGROUP_MEMORY_LIMIT_POLICY = hard (the default) needs a cgroup to enforce it (BASE_CGROUP empty: none).
+    pool = make_pool(spool, config={"BASE_CGROUP": "", "PID_SNAPSHOT_INTERVAL": 0.5})
+    try:
+        python_script(submit_dir, "hog.py", HOG.replace("time.sleep(60)", "time.sleep(2)"))
+        result = submit(pool, {"executable": "hog.py", "request_memory": "100MB"})
+        job_id = f"{result.cluster()}.0"
+        wait_for_status(pool, job_id, 4)
+        assert not held_events(submit_dir / "jobs.log", result.cluster())
+        # what the snapshots saw: the 300 MB the job held for 2 s, 0.5 s apart
+        assert JobEventType.IMAGE_SIZE in event_types(submit_dir / "jobs.log", job_id)
+        [ad] = pool.schedd().history(f"ClusterId == {result.cluster()}", ["ResidentSetSize_RAW"], 1)
+        assert ad["ResidentSetSize_RAW"] > 300 * 1024
+    finally:
+        stop_for_sure(pool)
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"CGROUP_MEMORY_LIMIT_POLICY": "soft"}, "CGROUP_MEMORY_LIMIT_POLICY = 'soft'; use one of hard, none"),
+    ({"PID_SNAPSHOT_INTERVAL": "15s"}, "PID_SNAPSHOT_INTERVAL = '15s'; use a number of seconds above 0"),
+    ({"PID_SNAPSHOT_INTERVAL": 0}, "PID_SNAPSHOT_INTERVAL = 0; use a number of seconds above 0"),
+    ({"SYSTEM_PERIODIC_HOLDS": "true"}, "unknown macro.*SYSTEM_PERIODIC_HOLDS"),
+])
+def test_bad_pool_config_names_the_macro(spool, config, message):
+    with pytest.raises(PoolRequestError, match=message):
+        make_pool(spool, config=config)
 
 
 def test_transfer_failures_hold_with_htcondor_codes(pool, submit_dir):

@@ -89,6 +89,36 @@ def test_a_peak_the_schedd_shows_above_the_request_is_flagged_and_the_suggestion
     assert "the schedd shows this peak as DiskUsage 732 MB" in disk["text"]
 
 
+def _memory_advice(document: dict) -> dict:
+    memory, = [item for item in document["advice"] if item["resource"] == "memory"]
+    return memory
+
+
+def test_a_memory_peak_from_a_run_shorter_than_the_snapshots_suggests_no_smaller_request(tmp_path, capsys):
+    # A real 25.14.0 pool without per-job cgroups: the job that held 100 MB for 3 s reads 5.8 MB (its start).
+    document = report_json(tmp_path, LOGS / "memory_snapshots_25.14.log")
+    assert [round(job["memory_peak_mb"]) for job in document["jobs"]] == [6, 109, 109, 109]
+    assert [job["longest_run_s"] for job in document["jobs"]] == [5, 14, 22, 43]
+    memory = _memory_advice(document)
+    assert (memory["flag"], memory["suggested"], memory["requested"]) == ("unmeasured", None, 512)
+    assert "2 of 4 job(s) ran less than 15 s" in memory["text"]
+    assert "no smaller request_memory is suggested" in capsys.readouterr().out
+    # The manual's own example: 0 MB for a 7-s job.
+    assert _memory_advice(report_json(tmp_path, LOGS / "quickstart.log"))["flag"] == "unmeasured"
+
+
+def test_the_same_peaks_from_runs_longer_than_the_snapshots_suggest_less(tmp_path):
+    log = (LOGS / "memory_snapshots_25.14.log").read_text()
+    # Only the 20-s and 40-s jobs (161.2, 161.3): each ran through at least one snapshot after its start.
+    kept = "".join(event for event in log.split("...\n") if event and event.split()[1][:9] in ("(161.002.", "(161.003."))
+    assert kept.count("Job terminated.") == 2
+    (tmp_path / "long.log").write_text(kept.replace("\n0", "\n...\n0") + "...\n")
+    memory = _memory_advice(report_json(tmp_path, tmp_path / "long.log"))
+    assert (memory["flag"], memory["requested"]) == ("low use", 512)
+    # 109 MB + 20 % = 131, which the schedd's 123-MB MemoryUsage is under: 192 in 64-MB steps.
+    assert memory["suggested"] == 192
+
+
 def test_tsv_and_html_outputs(tmp_path):
     tsv, page, figures = tmp_path / "jobs.tsv", tmp_path / "report.html", tmp_path / "figures"
     assert main(["report", str(LOGS / "dagman_nodes.log"), "--tsv", str(tsv), "--html", str(page),
