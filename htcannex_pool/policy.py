@@ -6,11 +6,13 @@ startd.rst), and a workflow must survive each:
 - CGROUP_MEMORY_LIMIT_POLICY = hard (the default): the starter's cgroup limit holds the job with
   34/102 (JobOutOfResources, memory). `none`: nothing is enforced by the starter.
 - BASE_CGROUP = "" (an execute point without per-job cgroups, as an unprivileged annex or glidein
-  runs; default `htcondor`): no cgroup limit, and a job's memory is what the procd's snapshots saw,
-  one as the job starts and then one each PID_SNAPSHOT_INTERVAL seconds (default 15), none as it
-  exits: a 100-MB peak held for 3 s between two snapshots was reported at the job's 5.8-MB start on
-  a 25.14.0 pool (src/condor_utils/proc_family_direct_cgroup_v2.cpp reads the cgroup's memory.peak
-  instead). With cgroups the pool samples memory every cycle, as memory.peak sees it.
+  runs; default `htcondor`): no cgroup limit, and a job's memory is what the procd's snapshots saw:
+  one as the job starts (src/condor_procd/proc_family_monitor.cpp, register_subfamily), then all
+  jobs' on one clock each PID_SNAPSHOT_INTERVAL seconds (default 15), none after the job's last:
+  a 100-MB peak held for 3 s was reported at the job's 5.8-MB start on a 25.14.0 pool, as was the
+  same peak from 3 s to 5 s after the start in about half of the tries (the clock's phase). With a
+  cgroup the starter reads its memory.peak (src/condor_utils/proc_family_direct_cgroup_v2.cpp):
+  the pool samples memory every cycle.
 - SYSTEM_PERIODIC_HOLD (+ _REASON, _SUBCODE): the schedd evaluates it in every job ad each
   PERIODIC_EXPR_INTERVAL; true holds the job with code 26 (SystemPolicy), the reason and subcode
   from the other two (default: "The system macro SYSTEM_PERIODIC_HOLD expression '...' evaluated

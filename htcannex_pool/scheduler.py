@@ -122,6 +122,7 @@ class Scheduler:
         self.unmatchable: dict[tuple[int, int], int] = {}
         self._last_periodic = 0.0
         self._last_memory_sample = 0.0
+        self._next_snapshot = 0.0
         self._recover()
         self.sandbox_removal = BackgroundRemoval(self.execute_dir / "being-removed")
         self.output_transfers = OutputTransfers(origin, on_job_exit)
@@ -662,7 +663,11 @@ class Scheduler:
         sample_memory = now - self._last_memory_sample >= MEMORY_SAMPLE_S
         if sample_memory:
             self._last_memory_sample = now
+        # The procd's snapshots: every job as it starts, and all of them on one clock each PID_SNAPSHOT_INTERVAL.
         snapshots = not self.policy.cgroups
+        periodic_snapshot = snapshots and now >= self._next_snapshot
+        if periodic_snapshot:
+            self._next_snapshot = now + self.policy.snapshot_interval_s
         for key, running in list(self.running.items()):
             if running.process.returncode is not None:
                 continue  # exited already: its outputs are on their way back
@@ -676,9 +681,8 @@ class Scheduler:
                     starter.kill_process_group(running.process.pid)
                 continue  # no memory enforcement for local jobs (LOCAL_UNIVERSE_CGROUP_ENFORCEMENT)
             if snapshots:
-                measure = now >= running.next_snapshot
-                if measure:
-                    running.next_snapshot = now + self.policy.snapshot_interval_s
+                measure = periodic_snapshot or not running.snapshot_at_start
+                running.snapshot_at_start = True
             else:
                 measure = sample_memory
             if measure and self._measure_memory(ad, running):

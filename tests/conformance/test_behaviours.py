@@ -25,6 +25,7 @@ from waiting import wait_until
 JobEventType = htcondor2.JobEventType
 PROTEIN_LM_SCRIPTS = Path(__file__).resolve().parents[2] / "workflows" / "protein_lm" / "scripts"
 OLD = 1_600_000_000  # 2020-09-13: an input mtime no transfer may keep
+TRIES_FOR_A_MISSED_PEAK = 6  # each misses a 2-s peak with a chance of about 1/2 (real pool) to 13/15
 
 
 def script(directory: Path, name: str, body: str) -> str:
@@ -395,18 +396,26 @@ def test_the_schedd_keeps_a_job_s_resident_memory_rounded_and_its_memory_usage_f
 
 
 def test_without_cgroups_a_job_s_memory_is_what_the_snapshots_saw(backend_without_cgroups):
+    """100 MB from 3 s to 5 s after the job starts: after the procd's snapshot as it starts; the next comes on
+    the procd's own clock, every PID_SNAPSHOT_INTERVAL (15 s), at any point of the job's run, so it falls in
+    those 2 s in some tries (on the real pool, in 3 of 6) and is missed in the others. With a cgroup the
+    starter reads memory.peak and every try would report the 100 MB."""
     backend = backend_without_cgroups
-    directory = backend.submit_dir()
-    # 100 MB from 3 s to 5 s after the job starts: after the procd's snapshot as it starts, before the next one
-    # (PID_SNAPSHOT_INTERVAL, 15 s; none is taken as the job exits). With a cgroup, memory.peak would see it.
-    executable = script(directory, "job.sh", """\
-        exec python3 -c 'import time; time.sleep(3); block = b"x" * (100 * 2**20); time.sleep(2)'
-        """)
-    job = submit(backend, directory, executable, request_memory="512MB")
-    terminated = wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
-    measured = in_history(backend, job, ("ResidentSetSize_RAW",))["ResidentSetSize_RAW"]
-    assert 0 < measured < 50 * 1024, measured
-    assert terminated["MemoryUsage"] == -(-measured // 1024)
+    reported = []
+    for _ in range(TRIES_FOR_A_MISSED_PEAK):
+        directory = backend.submit_dir()
+        executable = script(directory, "job.sh", """\
+            exec python3 -c 'import time; time.sleep(3); block = b"x" * (100 * 2**20); time.sleep(2)'
+            """)
+        job = submit(backend, directory, executable, request_memory="512MB")
+        terminated = wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
+        measured = in_history(backend, job, ("ResidentSetSize_RAW",))["ResidentSetSize_RAW"]
+        # The terminated event's MemoryUsage is the shadow's: what was measured, in MB.
+        assert terminated["MemoryUsage"] == -(-measured // 1024)
+        reported.append(measured)
+        if measured < 50 * 1024:
+            break
+    assert 0 < min(reported) < 50 * 1024, f"every try reported its 100-MB peak: {reported} KiB"
 
 
 def held_event_of_a_job(backend, **description) -> dict:
