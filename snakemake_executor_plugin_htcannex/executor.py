@@ -9,10 +9,7 @@ held, waiting for its annex or idle too long is handled by held_and_idle.py.
 """
 import asyncio
 import dataclasses
-import os
-import re
 import time
-from pathlib import Path
 from typing import AsyncGenerator, Optional
 
 import htcondor2
@@ -21,7 +18,7 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
-from . import one_step, secrets
+from . import failure_hints, one_step, secrets
 from . import schedd as schedd_seam
 from .adoption import Adoption, CompletedWhileDown
 from .annex import AnnexState
@@ -36,7 +33,7 @@ from .placement import Request, place
 from .plan import plan_report
 from .prepared_scripts import PreparedScripts
 from .rotation import RotationError
-from .runtime import EXECUTE_POINT_PATH, Runtime
+from .runtime import Runtime
 from .site import ResourceRequest, SiteRefusal
 from .submission import Submitter
 from .submit_template import TemplateError
@@ -44,16 +41,12 @@ from .submit_values import SubmitValueError
 from .tracked_job import TrackedJob, tracked
 from .tracking import JobPhase
 
-STDERR_TAIL_LINES = 20
 NEWS_CHECK_S = 0.01  # how often the status thread looks whether the event log grew
 # Up to this many active jobs a write to the event log ends the status thread's wait at once
 # (log_writes.py). Each end then gets its own round of Snakemake's status check, which costs
 # O(active jobs): with 300 queued no-op jobs that was +1.4 ms of Snakemake's CPU per job, where
 # a look every NEWS_CHECK_S lets one round report the jobs that ended meanwhile.
 WAKE_ON_WRITE_JOBS = 16
-COMMAND_NOT_FOUND = 127  # a POSIX shell's exit status for a command it cannot find
-MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
-MISSING_FILE = re.compile(r"No such file or directory: '([^'/][^']*)'")  # Python's FileNotFoundError, relative
 
 
 class Executor(RemoteExecutor):
@@ -338,10 +331,10 @@ class Executor(RemoteExecutor):
             if record.return_value is not None else record.end_reason
         )
         message = f"HTCondor job {record.job_id}{where} {what}. "
-        tail = secrets.redact(_tail(tracked(job_info).stderr))
+        tail = secrets.redact(failure_hints.stderr_tail(tracked(job_info).stderr))
         if tail:
             message += f"Last lines of its stderr:\n{tail}\n"
-        return message + _execute_side_hint(record.return_value, tail) + _untravelled_file_hint(tail)
+        return message + failure_hints.hints(record, tail)
 
     def _job_spec(self, job: JobExecutorInterface) -> tuple[JobSpec, JobCommand]:
         runtime = self._runtime
@@ -384,39 +377,3 @@ class Executor(RemoteExecutor):
             raise WorkflowError(str(error)) from error
         if plan:
             self.logger.info(plan)
-
-
-def _untravelled_file_hint(stderr_tail: str) -> str:
-    """The fix when the job could not open a file that is here: it did not travel with the job. Files
-    a run: block names by a string constant travel (unlisted_sources.py); one it reads under a name it
-    computes is not found until it is declared."""
-    here = [name for name in dict.fromkeys(MISSING_FILE.findall(stderr_tail)) if os.path.isfile(name)]
-    if not here:
-        return ""
-    return (f"The job could not open {', '.join(here)}, which is in the working directory here but did not "
-            "travel with the job: HTCondor moves only a job's inputs and the workflow's sources. Fix: declare "
-            "it as an input of the rule (input: ...). ")
-
-
-def _execute_side_hint(return_value: Optional[int], stderr_tail: str) -> str:
-    """What the execute side lacks, when the failure says so: a command not on its PATH (exit 127),
-    or a Python without the workflow's modules. Jobs run there as the submitting user, with
-    the PATH the job sets (no login environment) and whatever Python the site or image has."""
-    missing = MISSING_MODULE.search(stderr_tail)
-    if return_value != COMMAND_NOT_FOUND and not missing:
-        return ""
-    lacks = (f"its Python has no module {missing.group(1)!r}" if missing
-             else "a command the job runs is not on its PATH")
-    return (f"The execute side lacks the workflow's software: {lacks}. A job runs `python -m snakemake` "
-            f"(or the rule's command) with PATH={EXECUTE_POINT_PATH} and the Python found there. Fix: "
-            "give the jobs a container image with the workflow's software (--htcannex-container-image), "
-            "or have the site provide a `python` with it on that PATH (docs/real-access-point.md). ")
-
-
-def _tail(path: Optional[str], lines: int = STDERR_TAIL_LINES) -> str:
-    if not path:
-        return ""
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""

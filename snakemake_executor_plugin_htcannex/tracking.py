@@ -65,7 +65,10 @@ class JobRecord:
     hold_code: Optional[int] = None
     hold_subcode: Optional[int] = None
     return_value: Optional[int] = None
+    signal: Optional[int] = None  # the signal that ended it (abnormal termination)
     end_reason: Optional[str] = None  # abnormal termination or removal, in words
+    memory_usage_mb: Optional[int] = None  # the terminated event's: what the starter last measured
+    memory_requested_mb: Optional[int] = None
 
     @property
     def hold(self) -> Hold:
@@ -172,12 +175,14 @@ def _on_released(record: JobRecord, event) -> None:
 
 def _on_terminated(record: JobRecord, event) -> None:
     record.finished_at = event.timestamp
+    record.memory_usage_mb, record.memory_requested_mb = event.get("MemoryUsage"), event.get("RequestMemory")
     if event.get("TerminatedNormally"):
         record.return_value = event.get("ReturnValue")
         record.phase = JobPhase.SUCCEEDED if record.return_value == 0 else JobPhase.FAILED
     else:
         record.phase = JobPhase.FAILED
-        record.end_reason = f"killed by signal {event.get('TerminatedBySignal')}"
+        record.signal = event.get("TerminatedBySignal")
+        record.end_reason = f"killed by signal {record.signal}"
 
 
 def _on_aborted(record: JobRecord, event) -> None:

@@ -93,6 +93,20 @@ def test_a_job_runs_and_its_exit_code_is_logged(backend):
     assert (directory / "out").read_text() == "hello\n"
 
 
+@pytest.mark.parametrize("body, normally, code", [
+    ("kill -9 $$\n", False, 9),  # the job's own process: TerminatedBySignal
+    ("python3 -c 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)'\n", True, 137),  # a command in it
+])
+def test_a_job_killed_by_sigkill_is_logged_with_its_memory_and_request(backend, body, normally, code):
+    # What failure_hints.py reads when an out-of-memory killer ends a job that no cgroup limit held.
+    directory = backend.submit_dir()
+    job = submit(backend, directory, script(directory, "job.sh", body), request_memory="300MB")
+    terminated = wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
+    assert terminated["TerminatedNormally"] is normally
+    assert terminated["TerminatedBySignal" if not normally else "ReturnValue"] == code
+    assert terminated["RequestMemory"] == 300 and isinstance(terminated["MemoryUsage"], int)
+
+
 def test_a_job_runs_on_the_annex_it_targets_and_the_execute_event_says_where(backend):
     directory = backend.submit_dir()
     executable = script(directory, "job.sh", """\

@@ -4,6 +4,7 @@ one clear error naming the file or setting, the key and the fix, and no Python t
 (Catalogue mistakes key by key are tested on load_catalogue in tests/test_catalogue.py;
 here each kind of mistake is checked once end to end.)
 """
+import re
 import subprocess
 from pathlib import Path
 
@@ -77,6 +78,19 @@ def test_an_execute_side_without_the_software_is_named(workdir, user_env, target
     assert result.returncode != 0
     assert f"The execute side lacks the workflow's software: {lacks}" in result.stderr, result.stderr[-3000:]
     assert "--htcannex-container-image" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_command_killed_by_sigkill_without_a_hold_is_named_with_its_memory(workdir, user_env):
+    # What an out-of-memory killer does where no cgroup limit holds the job (annexes and glideins).
+    result = run_snakemake(workdir, user_env, "killed.txt", extra=["--retries", "0"], timeout=120)
+    assert result.returncode != 0
+    said = re.search(r"The job exited 137 \(128 \+ SIGKILL: a command in it was killed\) and HTCondor did not "
+                     r"hold it: .* out-of-memory killer\. HTCondor last measured (\d+) MB of the 300 MB requested",
+                     result.stderr)
+    assert said, result.stderr[-3000:]
+    assert 200 <= int(said.group(1)) < 300  # the 200 MB it held, as the pool's cgroup-like sampling saw them
+    assert "raise the rule's mem_mb (request_memory)" in result.stderr
 
 
 @pytest.mark.slow
