@@ -658,12 +658,12 @@ class Scheduler:
         self._retire(ad)
 
     def _monitor(self, now: float):
-        # Reap every pass; sample memory (costly with many jobs) at most every MEMORY_SAMPLE_S, as a cgroup's
-        # memory.peak sees it, or, without cgroups, at each job's procd snapshots (policy.py).
+        # Reap every pass. Memory (costly to sample with many jobs): with cgroups at most every MEMORY_SAMPLE_S,
+        # as memory.peak sees it; without, the procd's snapshots: each job as it starts, and all of them on one
+        # clock each PID_SNAPSHOT_INTERVAL (policy.py).
         sample_memory = now - self._last_memory_sample >= MEMORY_SAMPLE_S
         if sample_memory:
             self._last_memory_sample = now
-        # The procd's snapshots: every job as it starts, and all of them on one clock each PID_SNAPSHOT_INTERVAL.
         snapshots = not self.policy.cgroups
         periodic_snapshot = snapshots and now >= self._next_snapshot
         if periodic_snapshot:
