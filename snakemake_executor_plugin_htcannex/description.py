@@ -77,6 +77,9 @@ class JobSpec:
     # True: the job's command does not make its outputs' directories (no Snakemake in the job); they
     # are made for it (output_directories.py).
     needs_output_directories: bool = False
+    # The rule's container (Snakemake's `container:` under --software-deployment-method apptainer), which
+    # HTCondor's container universe runs the job in instead of the profile's image (direct_command.py).
+    container_image: str | None = None
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,7 @@ def _command(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict
     if not spec.argv:
         raise SubmitValueError(spec.rule, "command", list(spec.argv), "the job has no command")
     argv = [check.text(f"command argument {index}", item) for index, item in enumerate(spec.argv)]
-    image = options.container_image
+    image = spec.container_image or options.container_image
     commands = {}
     if image:
         image = check.text("container", image)

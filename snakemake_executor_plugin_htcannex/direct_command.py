@@ -31,8 +31,8 @@ here, are the paths the job has: the remote job's storage prefix is the local on
 Everything else still gets Snakemake in the job; `NeedsSnakemake` says why (the executor logs
 it at debug level): run, notebook, wrapper, cwl and template rules, and scripts in other
 languages (R, R Markdown, Julia, Rust, bash, xonsh, hy: Snakemake runs those with their own
-interpreters and preambles); a script from a URL; group jobs; conda, container and module
-environments; benchmarks, shadow directories, pipes and services; outputs with a flag outside
+interpreters and preambles); a script from a URL; group jobs; conda and module environments
+(--software-deployment-method conda or env-modules); benchmarks, shadow directories, pipes and services; outputs with a flag outside
 FLAGS_WITHOUT_SNAKEMAKE (below: protected, ensure, directory, touch, ...); files of any other
 storage provider (the job's Snakemake maps them to local paths and moves their bytes); OSDF
 objects whose paths in the job differ from those in the command (--remote-job-local-storage-prefix
@@ -40,6 +40,13 @@ set apart from the local one, or an absolute one: outside the sandbox) or on a s
 (no URL transfers there: the job's Snakemake retrieves and stores them); the `tmpdir` resource in
 a command or script, which must be the execute point's, not the submit side's; a shell other
 than bash or sh; and a multi-line shell command.
+
+A rule's `container:` needs no Snakemake: with --software-deployment-method apptainer the job is
+HTCondor's container universe with that image (JobCommand.container_image), which the execute
+point's Apptainer runs the command in, pulling or receiving the image as for the profile's
+--htcannex-container-image; without that method Snakemake ignores the container, and so does the
+job. (A job that keeps its Snakemake for another reason runs it as before: that Snakemake runs
+Apptainer itself, which the execute point must then have on its PATH.)
 """
 import dataclasses
 import os
@@ -48,6 +55,7 @@ import uuid
 from pathlib import PurePosixPath
 
 from snakemake.script import PythonScript, get_source
+from snakemake.settings.types import DeploymentMethod
 from snakemake.shell import shell
 from snakemake.sourcecache import LocalSourceFile
 
@@ -88,15 +96,23 @@ def direct_command(job, workflow, options: SubmitOptions, python: str) -> JobCom
         command = _script_command(job, workflow, options, python)
     else:
         raise NeedsSnakemake("its code is a run: block, notebook, wrapper, cwl or template, which Snakemake runs")
-    return dataclasses.replace(command, command=osdf.before + command.command, after=osdf.after)
+    return dataclasses.replace(command, command=osdf.before + command.command, after=osdf.after,
+                               container_image=_container_image(job, workflow))
+
+
+def _container_image(job, workflow):
+    """The rule's container, which HTCondor runs the job in, when Snakemake would run it in one (module doc)."""
+    if job.container_img_url and DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method:
+        return job.container_img_url
+    return None
 
 
 def _check_runs_alone(job) -> None:
     """What any rule's code needs Snakemake around it for, whatever the rule's kind."""
     if job.is_group():
         raise NeedsSnakemake("a group job runs several rules, one after the other, as Snakemake orders them")
-    if job.conda_env_spec or job.container_img_url or job.env_modules:
-        raise NeedsSnakemake("its conda, container or module environment is set up by Snakemake")
+    if job.conda_env_spec or job.env_modules:
+        raise NeedsSnakemake("its conda or module environment is set up by Snakemake")
     if job.benchmark or job.is_shadow or job.is_pipe or job.is_service:
         raise NeedsSnakemake("its benchmark, shadow directory, pipe or service is Snakemake's to run")
     flags = {flag for path in [*job.output, *job.log] for flag in getattr(path, "flags", {})}

@@ -46,6 +46,7 @@ class JobCommand:
     # Shell run once the command succeeded and its logs exist (osdf_transfer.in_job_steps: the OSDF
     # outputs' sidecars, a log among them).
     after: str = ""
+    container_image: Optional[str] = None  # the rule's container, for HTCondor to run it in (direct_command.py)
 
 
 def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOptions,
@@ -76,6 +77,7 @@ def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOpti
         ships_workflow_sources=command.runs_snakemake,
         needs_output_directories=not command.runs_snakemake,
         prepared_script=command.prepared_script,
+        container_image=command.container_image,
         **files,
     )
 

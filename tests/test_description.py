@@ -316,6 +316,12 @@ def test_container_universe(options):
     assert submit_for(options)["universe"] == "vanilla"
     with pytest.raises(SubmitValueError, match="container image"):
         submit_for(with_image(options, "a b.sif"))
+    # A rule's own container (direct_command.py) wins over the profile's image, and is checked the same way.
+    own = submit_for(with_image(options, "images/train.sif"), container_image="docker://alpine:3.20")
+    assert (own["universe"], own["container_image"]) == ("container", "docker://alpine:3.20")
+    assert submit_for(options, container_image="docker://alpine:3.20")["universe"] == "container"
+    with pytest.raises(SubmitValueError, match="rule train_chunk: container = 'docker://a b': a container image is"):
+        submit_for(options, container_image="docker://a b")
 
 
 # --- the command, the environment and the escape hatch -----------------------

@@ -35,7 +35,8 @@ def snakemake(workdir, pool, *extra):
 
 def ads_by_rule(pool) -> dict:
     return {ad["HtcannexRule"]: ad for ad in pool.schedd().history(
-        "true", ["HtcannexRule", "Cmd", "Arguments", "TransferInput", "RequestMemory", "ExitCode"])}
+        "true", ["HtcannexRule", "Cmd", "Arguments", "TransferInput", "RequestMemory", "ExitCode", "WantContainer",
+                 "ContainerImage"])}
 
 
 def runs_snakemake(ad) -> bool:
@@ -93,3 +94,25 @@ def test_on_a_shared_filesystem_the_output_directory_is_made_before_the_submit(w
     assert (workdir / "plain" / "c.txt").read_text() == "hello 'quoted' \"world\" $HOME c 2\n"
     plain = ads_by_rule(embedded_pool)["plain"]
     assert not runs_snakemake(plain) and "mkdir" not in plain["Arguments"]
+
+
+@pytest.mark.parametrize("deployment, in_container", [(["--software-deployment-method", "apptainer"], True),
+                                                     ([], False)])
+def test_a_rule_s_container_is_htcondor_s_container_universe_when_snakemake_would_use_it(
+        workdir, embedded_pool, deployment, in_container):
+    # No Apptainer on this machine: the submit side pulls no image (no shared filesystem for software).
+    result = snakemake(workdir, embedded_pool, "container.txt", *deployment)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (workdir / "container.txt").read_text() == "in a container\n"
+    ad = ads_by_rule(embedded_pool)["in_container"]
+    assert not runs_snakemake(ad)  # the container needs no Snakemake in the job
+    assert ad.get("WantContainer", False) is in_container
+    assert ad.get("ContainerImage") == ("docker://alpine:3.20" if in_container else None)
+
+
+def test_a_rule_that_keeps_its_snakemake_keeps_its_container_to_that_snakemake(workdir, embedded_pool):
+    # A run: block's Snakemake in the job runs Apptainer itself (here none is installed: the job fails, as it
+    # would on an execute point without Apptainer on its PATH); HTCondor is not asked for a container.
+    snakemake(workdir, embedded_pool, "container-run.txt", "--software-deployment-method", "apptainer")
+    ad = ads_by_rule(embedded_pool)["run_in_container"]
+    assert runs_snakemake(ad) and not ad.get("WantContainer", False) and "ContainerImage" not in ad
