@@ -32,7 +32,8 @@ Everything else still gets Snakemake in the job; `NeedsSnakemake` says why (the 
 it at debug level): run, notebook, wrapper, cwl and template rules, and scripts in other
 languages (R, R Markdown, Julia, Rust, bash, xonsh, hy: Snakemake runs those with their own
 interpreters and preambles); a script from a URL; group jobs; conda and module environments
-(--software-deployment-method conda or env-modules); benchmarks, shadow directories, pipes and services; outputs with a flag outside
+under --software-deployment-method conda or env-modules (without, Snakemake ignores them, and so
+does the job); benchmarks, shadow directories, pipes and services; outputs with a flag outside
 FLAGS_WITHOUT_SNAKEMAKE (below: protected, ensure, directory, touch, ...); files of any other
 storage provider (the job's Snakemake maps them to local paths and moves their bytes); OSDF
 objects whose paths in the job differ from those in the command (--remote-job-local-storage-prefix
@@ -55,9 +56,9 @@ import uuid
 from pathlib import PurePosixPath
 
 from snakemake.script import PythonScript, get_source
-from snakemake.settings.types import DeploymentMethod
 from snakemake.shell import shell
 from snakemake.sourcecache import LocalSourceFile
+from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from . import osdf_transfer, paths
 from .description import SubmitOptions
@@ -88,7 +89,7 @@ class NeedsSnakemake(Exception):
 def direct_command(job, workflow, options: SubmitOptions, python: str) -> JobCommand:
     """The command that runs `job` without Snakemake (a script with `python`, the job's); raises
     NeedsSnakemake when it needs it."""
-    _check_runs_alone(job)
+    _check_runs_alone(job, workflow.deployment_settings.deployment_method)
     osdf = _osdf_steps(job, workflow, options, python)
     if job.is_shell:
         command = _shell_command(job)
@@ -107,11 +108,14 @@ def _container_image(job, workflow):
     return None
 
 
-def _check_runs_alone(job) -> None:
+def _check_runs_alone(job, deployment: set) -> None:
     """What any rule's code needs Snakemake around it for, whatever the rule's kind."""
     if job.is_group():
         raise NeedsSnakemake("a group job runs several rules, one after the other, as Snakemake orders them")
-    if job.conda_env_spec or job.env_modules:
+    # Snakemake sets up a rule's conda or module environment only under that deployment method, and
+    # ignores it without.
+    if (job.conda_env_spec and DeploymentMethod.CONDA in deployment
+            or job.env_modules and DeploymentMethod.ENV_MODULES in deployment):
         raise NeedsSnakemake("its conda or module environment is set up by Snakemake")
     if job.benchmark or job.is_shadow or job.is_pipe or job.is_service:
         raise NeedsSnakemake("its benchmark, shadow directory, pipe or service is Snakemake's to run")

@@ -116,3 +116,15 @@ def test_a_rule_that_keeps_its_snakemake_keeps_its_container_to_that_snakemake(w
     snakemake(workdir, embedded_pool, "container-run.txt", "--software-deployment-method", "apptainer")
     ad = ads_by_rule(embedded_pool)["run_in_container"]
     assert runs_snakemake(ad) and not ad.get("WantContainer", False) and "ContainerImage" not in ad
+
+
+def test_a_rule_s_conda_environment_keeps_a_snakemake_in_the_job_only_under_the_conda_method(workdir, embedded_pool):
+    result = snakemake(workdir, embedded_pool, "conda.txt")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert not runs_snakemake(ads_by_rule(embedded_pool)["in_conda"])  # ignored, as Snakemake ignores it
+    (workdir / "conda.txt").unlink()
+    # Under the method the job's Snakemake makes the environment (here no conda: that job fails, as on an execute
+    # point without conda).
+    snakemake(workdir, embedded_pool, "conda.txt", "--software-deployment-method", "conda")
+    assert sum(runs_snakemake(ad) for ad in embedded_pool.schedd().history(
+        'HtcannexRule == "in_conda"', ["Arguments"])) == 1
