@@ -89,7 +89,8 @@ class NeedsSnakemake(Exception):
 def direct_command(job, workflow, options: SubmitOptions, python: str) -> JobCommand:
     """The command that runs `job` without Snakemake (a script with `python`, the job's); raises
     NeedsSnakemake when it needs it."""
-    _check_runs_alone(job, workflow.deployment_settings.deployment_method)
+    deployment = workflow.deployment_settings.deployment_method
+    _check_runs_alone(job, deployment)
     osdf = _osdf_steps(job, workflow, options, python)
     if job.is_shell:
         command = _shell_command(job)
@@ -98,12 +99,12 @@ def direct_command(job, workflow, options: SubmitOptions, python: str) -> JobCom
     else:
         raise NeedsSnakemake("its code is a run: block, notebook, wrapper, cwl or template, which Snakemake runs")
     return dataclasses.replace(command, command=osdf.before + command.command, after=osdf.after,
-                               container_image=_container_image(job, workflow))
+                               container_image=_container_image(job, deployment))
 
 
-def _container_image(job, workflow):
+def _container_image(job, deployment: set):
     """The rule's container, which HTCondor runs the job in, when Snakemake would run it in one (module doc)."""
-    if job.container_img_url and DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method:
+    if job.container_img_url and DeploymentMethod.APPTAINER in deployment:
         return job.container_img_url
     return None
 

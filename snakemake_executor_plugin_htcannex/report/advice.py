@@ -63,9 +63,10 @@ def advise(jobs: list, headroom: float = DEFAULT_HEADROOM, threshold: float = DE
     for job in jobs:
         groups.setdefault(_group(job), []).append(job)
     advice = []
+    snapshot_s = param_seconds("PID_SNAPSHOT_INTERVAL")
     for group, members in sorted(groups.items()):
         for resource in _RESOURCES:
-            item = _advise(group, members, resource, headroom, threshold)
+            item = _advise(group, members, resource, headroom, threshold, snapshot_s)
             if item is not None:
                 advice.append(item)
     return advice
@@ -84,7 +85,8 @@ def _group(job: JobFigures) -> str:
     return "(all jobs)"
 
 
-def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold: float) -> Optional[Advice]:
+def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold: float,
+            snapshot_s: float) -> Optional[Advice]:
     label, command, snakemake_name, requested_field, peak_field, unit, scale, step = resource
     requests = [getattr(job, requested_field) for job in jobs if getattr(job, requested_field) is not None]
     peaks = [getattr(job, peak_field) for job in jobs if getattr(job, peak_field) is not None]
@@ -109,26 +111,25 @@ def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold:
     # (a policy on MemoryUsage or DiskUsage).
     over = (use is not None and use > 1) or (rounded is not None and requested is not None and rounded > requested)
     low_use = use is not None and use < threshold and suggested < requested
-    snapshot_s = param_seconds("PID_SNAPSHOT_INTERVAL")
     # Memory from snapshots (module doc): a job that ran shorter than one interval has a floor, not a peak.
-    unmeasured = [job for job in jobs if label == "memory" and getattr(job, peak_field) is not None
-                  and (job.longest_run_s is None or job.longest_run_s < snapshot_s)]
+    unmeasured = [job for job in jobs if getattr(job, peak_field) is not None
+                  and (job.longest_run_s is None or job.longest_run_s < snapshot_s)] if label == "memory" else []
     flag = ("held for exceeding" if held else "over request" if over
             else "unmeasured" if low_use and unmeasured else "low use" if low_use else "")
     if flag == "unmeasured":
+        suggested = None
         text = (f"{group}: {label} peak {_fmt(peak, unit)} of {_fmt(requested, unit)} requested ({use:.0%}); "
                 f"{len(unmeasured)} of {len(peaks)} job(s) ran less than {snapshot_s:.0f} s, shorter than the "
                 "memory snapshots of an execute point without per-job cgroups (PID_SNAPSHOT_INTERVAL), so "
                 "their peaks may be their start: no smaller request_memory is suggested from them")
-        return Advice(group=group, resource=label, jobs=len(peaks), requested=requested, peak=peak, use=use,
-                      suggested=None, unit=unit, flag=flag, text=text)
-    text = (f"{group}: {label} peak {_fmt(peak, unit)} of {_fmt(requested, unit)} requested"
-            + (f" ({use:.0%})" if use is not None else "")
-            + (f", {len(held)} job(s) held for exceeding {_fmt(held_at, unit)}" if held else "")
-            + (f"; suggest {command} = {suggested}{unit} (Snakemake: {snakemake_name}={suggested})"
-               if suggested is not None and flag else "")
-            + (f"; the schedd shows this peak as {shown_as} {_fmt(rounded, unit)}, which a hold policy on it "
-               "judges" if rounded is not None and rounded == wanted and flag else ""))
+    else:
+        text = (f"{group}: {label} peak {_fmt(peak, unit)} of {_fmt(requested, unit)} requested"
+                + (f" ({use:.0%})" if use is not None else "")
+                + (f", {len(held)} job(s) held for exceeding {_fmt(held_at, unit)}" if held else "")
+                + (f"; suggest {command} = {suggested}{unit} (Snakemake: {snakemake_name}={suggested})"
+                   if suggested is not None and flag else "")
+                + (f"; the schedd shows this peak as {shown_as} {_fmt(rounded, unit)}, which a hold policy on it "
+                   "judges" if rounded is not None and rounded == wanted and flag else ""))
     return Advice(group=group, resource=label, jobs=len(peaks), requested=requested, peak=peak, use=use,
                   suggested=suggested, unit=unit, flag=flag, text=text)
 

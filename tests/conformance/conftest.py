@@ -17,11 +17,15 @@ from snakemake_executor_plugin_htcannex.site import ANNEX_NAME_PREFIX
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
+def _started(kind: str, tmp_path_factory, config: dict | None = None):
+    # A short path: the embedded daemon's Unix socket path is limited to ~100 characters.
+    return (embedded(tmp_path_factory.mktemp("pool"), config) if kind == "embedded"
+            else real_htcondor(tmp_path_factory.getbasetemp()))
+
+
 @pytest.fixture(params=["embedded", "htcondor"])
 def backend(request, tmp_path_factory):
-    # A short path: the embedded daemon's Unix socket path is limited to ~100 characters.
-    started = (embedded(tmp_path_factory.mktemp("pool")) if request.param == "embedded"
-               else real_htcondor(tmp_path_factory.getbasetemp()))
+    started = _started(request.param, tmp_path_factory)
     yield started
     started.stop()
 
@@ -30,8 +34,7 @@ def backend(request, tmp_path_factory):
 def backend_without_cgroups(request, tmp_path_factory):
     """An execute point without per-job cgroups, as annexes and glideins run: the embedded pool with
     BASE_CGROUP empty, or the real personal pool (its startds run unprivileged)."""
-    started = (embedded(tmp_path_factory.mktemp("pool"), config={"BASE_CGROUP": ""}) if request.param == "embedded"
-               else real_htcondor(tmp_path_factory.getbasetemp()))
+    started = _started(request.param, tmp_path_factory, config={"BASE_CGROUP": ""})
     yield started
     started.stop()
 
