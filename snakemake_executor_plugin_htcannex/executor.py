@@ -334,7 +334,12 @@ class Executor(RemoteExecutor):
         tail = secrets.redact(failure_hints.stderr_tail(tracked(job_info).stderr))
         if tail:
             message += f"Last lines of its stderr:\n{tail}\n"
-        return message + failure_hints.hints(record, tail)
+        message += failure_hints.hints(record, tail)
+        if failure_hints.killed(record):
+            # Most likely an out-of-memory kill (failure_hints.killed): the same request dies the same way,
+            # while a larger one shares its node with fewer jobs or goes to a site with more memory.
+            message += self._held_and_idle.more_memory_next_time(tracked(job_info).spec, "it was killed asking for")
+        return message
 
     def _job_spec(self, job: JobExecutorInterface) -> tuple[JobSpec, JobCommand]:
         runtime = self._runtime

@@ -58,12 +58,18 @@ def _execute_side_hint(return_value: Optional[int], stderr_tail: str) -> str:
             "or have the site provide a `python` with it on that PATH (docs/real-access-point.md). ")
 
 
+def killed(record: JobRecord) -> bool:
+    """Whether the job (or the command in it) was killed by SIGKILL, and HTCondor did not hold it: where the
+    execute point has no per-job cgroup (annexes and glideins run unprivileged: a startd that cannot switch
+    ids makes none, src/condor_starter.V6.1/vanilla_proc.cpp), no memory limit holds the job (hold 34), and
+    what kills it is the kernel's or the batch system's out-of-memory killer."""
+    return record.return_value == KILLED_CHILD or record.signal == KILLED
+
+
 def _killed_hint(record: JobRecord) -> str:
-    """A job (or the command in it) killed by SIGKILL that HTCondor did not hold: where the execute point has
-    no per-job cgroup (annexes and glideins run unprivileged), no memory limit holds the job (hold 34), and
-    what kills it is the kernel's or the batch system's out-of-memory killer. Its memory there is what the
-    procd's snapshots saw (htcannex_pool/policy.py), so the peak may have been higher than the last one."""
-    if record.return_value != KILLED_CHILD and record.signal != KILLED:
+    """The likely cause of a kill (killed()) and its fix. The job's memory there is what the procd's
+    snapshots saw (htcannex_pool/policy.py), so the peak may have been higher than the last one."""
+    if not killed(record):
         return ""
     how = "was killed by SIGKILL" if record.signal == KILLED else \
         f"exited {KILLED_CHILD} (128 + SIGKILL: a command in it was killed)"

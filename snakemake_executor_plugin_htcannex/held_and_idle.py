@@ -106,7 +106,7 @@ class HeldAndIdle:
             return True
         self._remove(record.job_id, "held: " + secrets.redact(record.hold_reason or ""))
         if record.hold.needs_more_memory:
-            message += self._more_memory_next_time(tracked(job_info).spec)
+            message += self.more_memory_next_time(tracked(job_info).spec, "it was held with")
         self._fail(job_info, msg=message + " ")
         return False
 
@@ -234,15 +234,17 @@ class HeldAndIdle:
                                         "jobs queued until slots that can run them appear. ")
         return False
 
-    def _more_memory_next_time(self, spec: JobSpec) -> str:
-        """Remember that this job's next attempt asks for more memory than the held one did, whatever
-        the hold's code (34, 26, 21: holds.py): a retry with the same request is held the same way."""
-        held_with = spec.resources.get("mem_mb")
-        if not isinstance(held_with, int):
+    def more_memory_next_time(self, spec: JobSpec, why: str) -> str:
+        """Remember that this job's next attempt asks for more memory than this one did, and say so: after
+        a memory hold, whatever its code (34, 26, 21: holds.py), or an out-of-memory kill
+        (failure_hints.killed). A retry with the same request ends the same way. `why` completes
+        "(... N MB)"."""
+        asked = spec.resources.get("mem_mb")
+        if not isinstance(asked, int):
             return ""
-        floor = memory_for_retry(held_with)
+        floor = memory_for_retry(asked)
         self._memory_floor[job_signature(spec, self._runtime.submit_options)] = floor
-        return f" A retry asks for at least {floor} MB (it was held with {held_with} MB)."
+        return f" A retry asks for at least {floor} MB ({why} {asked} MB)."
 
     def _move_or_fail(self, job_info: SubmittedJobInfo, why: str, job_ad=None) -> bool:
         """Send a job whose annex is not there to the next site of its rotation that can run it

@@ -119,6 +119,16 @@ def test_memory_hold_by_system_policy_is_retried_with_more_memory(workdir, user_
     assert "A retry asks for at least 600 MB (it was held with 300 MB)" in result.stderr
 
 
+def test_a_job_killed_by_sigkill_without_a_hold_is_retried_with_more_memory(workdir, user_env, embedded_pool):
+    # Where no cgroup limit holds a job (annexes, glideins), an out-of-memory killer ends it with SIGKILL: the
+    # same request would die the same way, so the retry asks for more, as after a memory hold.
+    result = run_snakemake(workdir, user_env, "killed.txt", extra=["--retries", "1"])
+    assert result.returncode != 0  # the rule kills itself on every attempt
+    assert sorted(ad["RequestMemory"] for ad in submissions(embedded_pool, "killed")) == [300, 600]
+    assert "A retry asks for at least 600 MB (it was killed asking for 300 MB)" in result.stderr
+    assert not [event for kind, _, event in events(workdir) if kind == htcondor2.JobEventType.JOB_HELD]
+
+
 def test_failed_input_transfer_is_released_and_the_job_finishes(workdir, user_env, embedded_pool):
     embedded_pool.inject_fail_next_transfer()
     result = run_snakemake(workdir, user_env, "copied.txt")
