@@ -295,15 +295,16 @@ class Pool:
     def create_annex(self, name: str, *, owner: str, nodes: int = 1, cpus: int, memory_mb: int,
                      gpus: int = 0, gpu_memory_mb: int = 0, gpu_capability: float = 0.0,
                      lifetime_s: float, startup_delay_s: float = 0.0, comes_up: bool = True,
-                     transfer_methods: str = PLUGIN_METHODS, containers: bool = True) -> None:
+                     transfer_methods: str = PLUGIN_METHODS, containers: bool = True, cgroups: bool = False) -> None:
         """An annex of `nodes` slots; `transfer_methods` are the URL methods its starters' plugins serve
         (HasFileTransferPluginMethods; "" for an execute point without plugins); `containers`, whether its
-        execute points have a container runtime (HasContainer and the image kinds)."""
+        execute points have a container runtime (HasContainer and the image kinds); `cgroups`, whether its
+        jobs get per-job cgroups (an annex's pilot runs unprivileged and makes none: slots.Annex.cgroups)."""
         self.request("create_annex", spec={
             "name": name, "owner": owner, "nodes": nodes, "cpus": cpus, "memory_mb": memory_mb,
             "gpus": gpus, "gpu_memory_mb": gpu_memory_mb, "gpu_capability": gpu_capability,
             "lifetime_s": lifetime_s, "startup_delay_s": startup_delay_s, "comes_up": comes_up,
-            "transfer_methods": transfer_methods, "containers": containers})
+            "transfer_methods": transfer_methods, "containers": containers, "cgroups": cgroups})
 
     def remove_annex(self, name: str) -> None:
         self.request("remove_annex", name=name)

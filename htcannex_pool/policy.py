@@ -93,10 +93,6 @@ class PoolPolicy:
         PoolPolicy(config)  # refuse a bad configuration before any daemon reads it
         (spool / CONFIG_FILE).write_text(json.dumps(config, indent=1))
 
-    @property
-    def enforces_memory(self) -> bool:
-        return self.cgroups and self.memory_limit == "hard"
-
     def system_periodic_hold(self, job: classad2.ClassAd) -> Optional[Decision]:
         """The schedd's SYSTEM_PERIODIC_HOLD on one job (hold code 26), or None."""
         if not self._true("SYSTEM_PERIODIC_HOLD", job):

@@ -296,8 +296,9 @@ class Scheduler:
         if not isinstance(spec.get("transfer_methods", ""), str):
             raise RequestError(f"create_annex {name}: transfer_methods must be a string of URL methods "
                                f"(e.g. \"osdf,https\"), got {spec['transfer_methods']!r}")
-        if not isinstance(spec.get("containers", True), bool):
-            raise RequestError(f"create_annex {name}: containers must be true or false, got {spec['containers']!r}")
+        for flag in ("containers", "cgroups"):
+            if not isinstance(spec.get(flag, False), bool):
+                raise RequestError(f"create_annex {name}: {flag} must be true or false, got {spec[flag]!r}")
         annex = Annex({**spec, "created": time.time()})
         self.annexes[name] = annex
         self.store.save_annex(annex.spec)
@@ -351,6 +352,12 @@ class Scheduler:
             running.kill(why)
             _record_usage(self.jobs[key], running)
         return self._release_slot(running)
+
+    def _cgroups(self, slot: Slot) -> bool:
+        """Whether a job on `slot` gets a per-job cgroup: an annex's slots as its spec says (none unless
+        asked for, as `htcondor annex create`'s pilots: slots.py), the pool's own as BASE_CGROUP says."""
+        annex = self.annexes.get(slot.ad.get("AnnexName"))
+        return annex.cgroups if annex is not None else self.policy.cgroups
 
     def _slot_named(self, name: str) -> Slot | None:
         return next((slot for slot in self._slots() if slot.name == name), None)
@@ -495,6 +502,7 @@ class Scheduler:
         now = int(time.time())
         running.bytes_received = received
         ad["BytesRecvd"] = ad.get("BytesRecvd", 0) + received
+        running.cgroups = self._cgroups(slot)
         self.running[key] = running
         slot.job = key
         slot.ad.update({"State": "Claimed", "Activity": "Busy", "RemoteOwner": ad["Owner"],
@@ -609,6 +617,7 @@ class Scheduler:
         # One run, as the shadow sees it: its input bytes and the memory it has reported go on.
         restarted.bytes_received = running.bytes_received
         restarted.peak_rss_kib, restarted.reported_rss_kib = running.peak_rss_kib, running.reported_rss_kib
+        restarted.cgroups = running.cgroups
         self.running[key] = restarted
         ad.update({"PoolProcessId": restarted.process.pid, "PoolProcessCreateTime": restarted.create_time})
         self.store.save(ad)
@@ -664,8 +673,7 @@ class Scheduler:
         sample_memory = now - self._last_memory_sample >= MEMORY_SAMPLE_S
         if sample_memory:
             self._last_memory_sample = now
-        snapshots = not self.policy.cgroups
-        periodic_snapshot = snapshots and now >= self._next_snapshot
+        periodic_snapshot = now >= self._next_snapshot
         if periodic_snapshot:
             self._next_snapshot = now + self.policy.snapshot_interval_s
         for key, running in list(self.running.items()):
@@ -680,11 +688,11 @@ class Scheduler:
                 if local_universe.overdue(running, now):
                     starter.kill_process_group(running.process.pid)
                 continue  # no memory enforcement for local jobs (LOCAL_UNIVERSE_CGROUP_ENFORCEMENT)
-            if snapshots:
+            if running.cgroups:
+                measure = sample_memory
+            else:
                 measure = periodic_snapshot or not running.snapshot_at_start
                 running.snapshot_at_start = True
-            else:
-                measure = sample_memory
             if measure and self._measure_memory(ad, running):
                 continue  # held
             allowed = ad.get("AllowedExecuteDuration")
@@ -700,7 +708,7 @@ class Scheduler:
             _record_memory(ad, rss_kib)
             # The event carries what the starter measured (seen on a 25.14.0 pool), not the rounded ad.
             UserLog(ad).image_size(rss_kib, -(-rss_kib // 1024), rss_kib)
-        if self.policy.enforces_memory and rss_kib / 1024 > ad["RequestMemory"]:
+        if running.cgroups and self.policy.memory_limit == "hard" and rss_kib / 1024 > ad["RequestMemory"]:
             self._hold(ad, f"Job has gone over cgroup memory limit of {ad['RequestMemory']} megabytes. "
                            f"Peak usage: {running.peak_rss_kib // 1024} megabytes.  "
                            "Consider resubmitting with a higher request_memory.",

@@ -95,6 +95,14 @@ class Annex:
     def name(self) -> str:
         return self.spec["name"]
 
+    @property
+    def cgroups(self) -> bool:
+        """Whether its jobs get per-job cgroups. Not by default: `htcondor annex create` starts its pilot's
+        HTCondor as the user, in the batch job, and a starter that cannot switch ids makes per-job cgroups
+        only with CREATE_CGROUP_WITHOUT_ROOT (src/condor_starter.V6.1/vanilla_proc.cpp,
+        cgroup_v2_is_writeable), which no annex configuration sets (src/condor_scripts/annex/)."""
+        return self.spec.get("cgroups", False)
+
     def up_at(self) -> float:
         return self.spec["created"] + self.spec["startup_delay_s"]
 

@@ -33,6 +33,7 @@ class RunningJob:
     inputs_before: dict = field(default_factory=dict)
     peak_rss_kib: int = 0
     reported_rss_kib: int = 0
+    cgroups: bool = True  # whether its slot gives it a per-job cgroup (policy.py), set as it starts
     snapshot_at_start: bool = False  # without cgroups: the procd measured it as it started (policy.py)
     stopping: str | None = None  # why the pool killed it, if it did
     cpu_seconds: tuple[float, float] = (0.0, 0.0)  # (user, system) of the job's tree, once reaped

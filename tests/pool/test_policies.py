@@ -98,6 +98,27 @@ def test_without_cgroups_no_cgroup_limit_holds_a_job(spool, submit_dir):
         stop_for_sure(pool)
 
 
+def test_an_annex_gives_no_per_job_cgroup_unless_created_with_one(pool, submit_dir):
+    # `htcondor annex create`'s pilot runs HTCondor as the user: no per-job cgroup, so no cgroup limit holds
+    # a job over its request there, and its memory is what the procd's snapshots saw (one at its start, then
+    # every PID_SNAPSHOT_INTERVAL, 15 s): the 300 MB it holds from its first second are missed.
+    pool.create_annex("pilot", owner=OWNER, cpus=1, memory_mb=1024, lifetime_s=600)
+    pool.create_annex("privileged", owner=OWNER, cpus=1, memory_mb=1024, lifetime_s=600, cgroups=True)
+    python_script(submit_dir, "hog.py", HOG.replace("hog =", "time.sleep(1); hog =").replace("sleep(60)", "sleep(3)"))
+    jobs = {}
+    for annex in ("pilot", "privileged"):
+        result = submit(pool, {"executable": "hog.py", "request_memory": "100MB", "MY.TargetAnnexName": f'"{annex}"'})
+        jobs[annex] = f"{result.cluster()}.0"
+    wait_for_status(pool, jobs["pilot"], 4)
+    wait_for_status(pool, jobs["privileged"], 5)
+    log = submit_dir / "jobs.log"
+    [held] = [event for event in events(log) if event.type == JobEventType.JOB_HELD]
+    assert f"{held.cluster}.{held.proc}" == jobs["privileged"]
+    assert (held["HoldReasonCode"], held["HoldReasonSubCode"]) == (34, 102)
+    [ad] = pool.schedd().history(f'ClusterId == {jobs["pilot"].split(".")[0]}', ["ResidentSetSize_RAW"], 1)
+    assert ad["ResidentSetSize_RAW"] < 100 * 1024
+
+
 @pytest.mark.parametrize("config, message", [
     ({"CGROUP_MEMORY_LIMIT_POLICY": "soft"}, "CGROUP_MEMORY_LIMIT_POLICY = 'soft'; use one of hard, none"),
     ({"PID_SNAPSHOT_INTERVAL": "15s"}, "PID_SNAPSHOT_INTERVAL = '15s'; use a number of seconds above 0"),
