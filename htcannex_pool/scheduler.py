@@ -353,12 +353,6 @@ class Scheduler:
             _record_usage(self.jobs[key], running)
         return self._release_slot(running)
 
-    def _cgroups(self, slot: Slot) -> bool:
-        """Whether a job on `slot` gets a per-job cgroup: an annex's slots as its spec says (none unless
-        asked for, as `htcondor annex create`'s pilots: slots.py), the pool's own as BASE_CGROUP says."""
-        annex = self.annexes.get(slot.ad.get("AnnexName"))
-        return annex.cgroups if annex is not None else self.policy.cgroups
-
     def _slot_named(self, name: str) -> Slot | None:
         return next((slot for slot in self._slots() if slot.name == name), None)
 
@@ -502,7 +496,11 @@ class Scheduler:
         now = int(time.time())
         running.bytes_received = received
         ad["BytesRecvd"] = ad.get("BytesRecvd", 0) + received
-        running.cgroups = self._cgroups(slot)
+        annex = self.annexes.get(slot.ad.get("AnnexName"))
+        running.cgroups = annex.cgroups if annex is not None else self.policy.cgroups
+        # An annex's slot is its pilot's batch job (static slots: one job each), whose memory the batch
+        # system's out-of-memory killer enforces.
+        running.allocation_mb = slot.ad["Memory"] if annex is not None else None
         self.running[key] = running
         slot.job = key
         slot.ad.update({"State": "Claimed", "Activity": "Busy", "RemoteOwner": ad["Owner"],
@@ -617,7 +615,7 @@ class Scheduler:
         # One run, as the shadow sees it: its input bytes and the memory it has reported go on.
         restarted.bytes_received = running.bytes_received
         restarted.peak_rss_kib, restarted.reported_rss_kib = running.peak_rss_kib, running.reported_rss_kib
-        restarted.cgroups = running.cgroups
+        restarted.cgroups, restarted.allocation_mb = running.cgroups, running.allocation_mb
         self.running[key] = restarted
         ad.update({"PoolProcessId": restarted.process.pid, "PoolProcessCreateTime": restarted.create_time})
         self.store.save(ad)
@@ -695,6 +693,8 @@ class Scheduler:
                 running.snapshot_at_start = True
             if measure and self._measure_memory(ad, running):
                 continue  # held
+            if sample_memory and running.out_of_memory_kill():
+                continue  # it exits by the signal; the next pass reaps it
             allowed = ad.get("AllowedExecuteDuration")
             if allowed is not None and now - running.started > allowed:
                 self._hold(ad, f"The job exceeded allowed execute duration of {_duration(allowed)}",

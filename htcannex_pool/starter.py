@@ -34,6 +34,9 @@ class RunningJob:
     peak_rss_kib: int = 0
     reported_rss_kib: int = 0
     cgroups: bool = True  # whether its slot gives it a per-job cgroup (policy.py), set as it starts
+    # An annex job's: the memory of the batch job the annex's pilot runs in, which the batch system's
+    # out-of-memory killer enforces (None: no such limit). Set as it starts.
+    allocation_mb: int | None = None
     snapshot_at_start: bool = False  # without cgroups: the procd measured it as it started (policy.py)
     stopping: str | None = None  # why the pool killed it, if it did
     cpu_seconds: tuple[float, float] = (0.0, 0.0)  # (user, system) of the job's tree, once reaped
@@ -71,6 +74,27 @@ class RunningJob:
                 pass
         self.peak_rss_kib = max(self.peak_rss_kib, total // 1024)
         return total // 1024
+
+    def out_of_memory_kill(self) -> bool:
+        """Where the job's tree holds more than its allocation, kill its largest process with SIGKILL, as
+        the kernel's out-of-memory killer does in a batch job's memory cgroup (Slurm's task/cgroup with
+        ConstrainRAMSpace: the victim is the process with the highest badness, mm/oom_kill.c
+        oom_badness, i.e. the most resident memory); True when it did. HTCondor does not see it: the
+        job ends by the signal (or its shell's 137), with no hold. Not counted in the job's peak, which
+        HTCondor measures (policy.py)."""
+        sizes = []
+        for process in _tree(self.process.pid):
+            try:
+                sizes.append((process.memory_info().rss, process))
+            except psutil.NoSuchProcess:
+                pass
+        if self.allocation_mb is None or sum(rss for rss, _ in sizes) // 2**20 <= self.allocation_mb:
+            return False
+        try:
+            max(sizes, key=lambda size: size[0])[1].send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+        return True
 
     def kill(self, why: str):
         self.stopping = why

@@ -335,7 +335,7 @@ class Executor(RemoteExecutor):
         if tail:
             message += f"Last lines of its stderr:\n{tail}\n"
         message += failure_hints.hints(record, tail)
-        if failure_hints.killed(record):
+        if failure_hints.killed(record, tail):
             # Most likely an out-of-memory kill (failure_hints.killed): the same request dies the same way,
             # while a larger one shares its node with fewer jobs or goes to a site with more memory.
             message += self._held_and_idle.more_memory_next_time(tracked(job_info).spec, "it was killed asking for")

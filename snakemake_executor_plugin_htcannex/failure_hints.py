@@ -15,11 +15,14 @@ KILLED = int(signal.SIGKILL)
 KILLED_CHILD = 128 + KILLED  # a shell's exit status for a command killed by SIGKILL
 MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
 MISSING_FILE = re.compile(r"No such file or directory: '([^'/][^']*)'")  # Python's FileNotFoundError, relative
+# What a job's own Snakemake says of a command killed by SIGKILL (subprocess.CalledProcessError's words, for a
+# shell's 137 and for the killed process itself); the job then exits 1.
+SNAKEMAKE_SAW_A_KILL = re.compile(rf"returned non-zero exit status {KILLED_CHILD}\.|died with <Signals\.SIGKILL: {KILLED}>\.")
 
 
 def hints(record: JobRecord, stderr_tail: str) -> str:
     return (_execute_side_hint(record.return_value, stderr_tail) + _untravelled_file_hint(stderr_tail)
-            + _killed_hint(record))
+            + _killed_hint(record, stderr_tail))
 
 
 def stderr_tail(path: Optional[str], lines: int = STDERR_TAIL_LINES) -> str:
@@ -58,21 +61,27 @@ def _execute_side_hint(return_value: Optional[int], stderr_tail: str) -> str:
             "or have the site provide a `python` with it on that PATH (docs/real-access-point.md). ")
 
 
-def killed(record: JobRecord) -> bool:
-    """Whether the job (or the command in it) was killed by SIGKILL, and HTCondor did not hold it: where the
+def killed(record: JobRecord, stderr_tail: str) -> bool:
+    """Whether the job (or a command in it: its shell's 137, or its Snakemake's words in `stderr_tail`) was
+    killed by SIGKILL, and HTCondor did not hold it: where the
     execute point has no per-job cgroup (annexes and glideins run unprivileged: a startd that cannot switch
     ids makes none, src/condor_starter.V6.1/vanilla_proc.cpp), no memory limit holds the job (hold 34), and
     what kills it is the kernel's or the batch system's out-of-memory killer."""
-    return record.return_value == KILLED_CHILD or record.signal == KILLED
+    return (record.return_value == KILLED_CHILD or record.signal == KILLED
+            or SNAKEMAKE_SAW_A_KILL.search(stderr_tail) is not None)
 
 
-def _killed_hint(record: JobRecord) -> str:
+def _killed_hint(record: JobRecord, stderr_tail: str) -> str:
     """The likely cause of a kill (killed()) and its fix. The job's memory there is what the procd's
     snapshots saw (htcannex_pool/policy.py), so the peak may have been higher than the last one."""
-    if not killed(record):
+    if not killed(record, stderr_tail):
         return ""
-    how = "was killed by SIGKILL" if record.signal == KILLED else \
-        f"exited {KILLED_CHILD} (128 + SIGKILL: a command in it was killed)"
+    if record.signal == KILLED:
+        how = "was killed by SIGKILL"
+    elif record.return_value == KILLED_CHILD:
+        how = f"exited {KILLED_CHILD} (128 + SIGKILL: a command in it was killed)"
+    else:
+        how = "had a command killed by SIGKILL (its Snakemake says so above)"
     measured = (f" HTCondor last measured {record.memory_usage_mb} MB of the {record.memory_requested_mb} MB "
                 "requested; without a per-job cgroup it measures in snapshots, so the peak may have been higher."
                 if record.memory_usage_mb is not None and record.memory_requested_mb is not None else "")

@@ -129,6 +129,29 @@ def test_a_job_killed_by_sigkill_without_a_hold_is_retried_with_more_memory(work
     assert not [event for kind, _, event in events(workdir) if kind == htcondor2.JobEventType.JOB_HELD]
 
 
+def test_a_command_killed_under_the_job_s_own_snakemake_is_named_and_retried_with_more_memory(
+        workdir, user_env, embedded_pool):
+    # A run: block keeps Snakemake in the job: the killed command makes it exit 1, and says why in its stderr.
+    result = run_snakemake(workdir, user_env, "killed-in-snakemake.txt", extra=["--retries", "1"])
+    assert result.returncode != 0
+    assert "had a command killed by SIGKILL (its Snakemake says so above)" in result.stderr, result.stderr[-3000:]
+    first, second = sorted(ad["RequestMemory"] for ad in submissions(embedded_pool, "killed_in_snakemake"))
+    assert second == 2 * first  # the request with room for the job's Snakemake, doubled
+    assert f"A retry asks for at least {second} MB (it was killed asking for {first} MB)" in result.stderr
+
+
+def test_an_annex_s_out_of_memory_kill_is_retried_with_more_memory_on_the_next_site(workdir, user_env, embedded_pool):
+    # An annex has no per-job cgroup: a job over its request is not held, but over its annex's batch job it is
+    # killed (SIGKILL, exit 137 from its shell). The retry asks for twice the memory, on the next site.
+    result = run_snakemake(workdir, user_env, "oom-run0-chunk0.txt")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "exited 137 (128 + SIGKILL: a command in it was killed) and HTCondor did not hold it" in result.stderr
+    assert "A retry asks for at least 200 MB (it was killed asking for 100 MB)" in result.stderr
+    assert sorted(ad["RequestMemory"] for ad in submissions(embedded_pool, "oom")) == [100, 200]
+    assert [annexes for annexes in annexes_by_job(workdir).values()] == [["htcannex-small"], ["htcannex-a"]]
+    assert not [event for kind, _, event in events(workdir) if kind == htcondor2.JobEventType.JOB_HELD]
+
+
 def test_failed_input_transfer_is_released_and_the_job_finishes(workdir, user_env, embedded_pool):
     embedded_pool.inject_fail_next_transfer()
     result = run_snakemake(workdir, user_env, "copied.txt")

@@ -119,6 +119,20 @@ def test_an_annex_gives_no_per_job_cgroup_unless_created_with_one(pool, submit_d
     assert ad["ResidentSetSize_RAW"] < 100 * 1024
 
 
+def test_an_annex_job_over_its_batch_allocation_is_killed_by_sigkill_and_not_held(pool, submit_dir):
+    # The annex's node is its pilot's batch job, whose memory the batch system's out-of-memory killer enforces:
+    # the job's largest process gets SIGKILL, HTCondor holds nothing (no per-job cgroup) and logs the signal.
+    pool.create_annex("small", owner=OWNER, cpus=1, memory_mb=256, lifetime_s=600)
+    python_script(submit_dir, "hog.py", HOG)
+    result = submit(pool, {"executable": "hog.py", "request_memory": "100MB", "MY.TargetAnnexName": '"small"'})
+    job_id = f"{result.cluster()}.0"
+    wait_for_status(pool, job_id, 4)
+    log = submit_dir / "jobs.log"
+    assert not held_events(log, result.cluster())
+    [terminated] = [event for event in events(log) if event.type == JobEventType.JOB_TERMINATED]
+    assert (terminated["TerminatedNormally"], terminated["TerminatedBySignal"]) == (False, 9)
+
+
 @pytest.mark.parametrize("config, message", [
     ({"CGROUP_MEMORY_LIMIT_POLICY": "soft"}, "CGROUP_MEMORY_LIMIT_POLICY = 'soft'; use one of hard, none"),
     ({"PID_SNAPSHOT_INTERVAL": "15s"}, "PID_SNAPSHOT_INTERVAL = '15s'; use a number of seconds above 0"),
