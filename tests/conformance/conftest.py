@@ -50,6 +50,7 @@ def workdir(htcondor):
     work = htcondor.submit_dir()
     for name in ("Snakefile", "config.yaml"):
         shutil.copy(FAULTS / name, work / name)
+    shutil.copytree(FAULTS / "scripts", work / "scripts")  # sources a job's own Snakemake takes along
     (work / "input.txt").write_text("precious input\n")
     sites = {annex.removeprefix(ANNEX_NAME_PREFIX): {"kind": "annex", "facts": "catalogue", "cpus": 1,
                                                       "memory": f"{memory_mb}MB", "gpus": 0,
