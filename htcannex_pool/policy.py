@@ -6,7 +6,8 @@ startd.rst), and a workflow must survive each:
 - CGROUP_MEMORY_LIMIT_POLICY = hard (the default): the starter's cgroup limit holds the job with
   34/102 (JobOutOfResources, memory). `none`: nothing is enforced by the starter.
 - BASE_CGROUP = "" (an execute point without per-job cgroups, as an unprivileged annex or glidein
-  runs; default `htcondor`): no cgroup limit, and a job's memory is what the procd's snapshots saw:
+  runs; default `htcondor`; the pool's own slots: an annex's have none unless created with them,
+  slots.Annex.cgroups): no cgroup limit, and a job's memory is what the procd's snapshots saw:
   one as the job starts (src/condor_procd/proc_family_monitor.cpp, register_subfamily), then all
   jobs' on one clock each PID_SNAPSHOT_INTERVAL seconds (default 15), none after the job's last:
   a 100-MB peak held for 3 s was reported at the job's 5.8-MB start on a 25.14.0 pool, as was the

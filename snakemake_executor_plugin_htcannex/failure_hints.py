@@ -63,10 +63,10 @@ def _execute_side_hint(return_value: Optional[int], stderr_tail: str) -> str:
 
 def killed(record: JobRecord, stderr_tail: str) -> bool:
     """Whether the job (or a command in it: its shell's 137, or its Snakemake's words in `stderr_tail`) was
-    killed by SIGKILL, and HTCondor did not hold it: where the
-    execute point has no per-job cgroup (annexes and glideins run unprivileged: a startd that cannot switch
-    ids makes none, src/condor_starter.V6.1/vanilla_proc.cpp), no memory limit holds the job (hold 34), and
-    what kills it is the kernel's or the batch system's out-of-memory killer."""
+    killed by SIGKILL, and HTCondor did not hold it. Where the execute point has no per-job cgroup (annexes
+    and glideins run unprivileged: a starter that cannot switch ids makes none,
+    src/condor_starter.V6.1/vanilla_proc.cpp), no memory limit holds the job (hold 34), and what kills it
+    is the kernel's or the batch system's out-of-memory killer."""
     return (record.return_value == KILLED_CHILD or record.signal == KILLED
             or SNAKEMAKE_SAW_A_KILL.search(stderr_tail) is not None)
 
