@@ -61,13 +61,19 @@ def _execute_side_hint(return_value: Optional[int], stderr_tail: str) -> str:
             "or have the site provide a `python` with it on that PATH (docs/real-access-point.md). ")
 
 
+def killed_by_sigkill(return_value: Optional[int], signal_number: Optional[int]) -> bool:
+    """Whether a terminated event says SIGKILL: the job's own process (TerminatedBySignal 9), or a command
+    its shell ran (ReturnValue 137)."""
+    return return_value == KILLED_CHILD or signal_number == KILLED
+
+
 def killed(record: JobRecord, stderr_tail: str) -> bool:
     """Whether the job (or a command in it: its shell's 137, or its Snakemake's words in `stderr_tail`) was
     killed by SIGKILL, and HTCondor did not hold it. Where the execute point has no per-job cgroup (annexes
     and glideins run unprivileged: a starter that cannot switch ids makes none,
     src/condor_starter.V6.1/vanilla_proc.cpp), no memory limit holds the job (hold 34), and what kills it
     is the kernel's or the batch system's out-of-memory killer."""
-    return (record.return_value == KILLED_CHILD or record.signal == KILLED
+    return (killed_by_sigkill(record.return_value, record.signal)
             or SNAKEMAKE_SAW_A_KILL.search(stderr_tail) is not None)
 
 

@@ -16,7 +16,9 @@ empty: annexes and glideins run so, unprivileged) measures memory only in snapsh
 starts and then one each PID_SNAPSHOT_INTERVAL (15 s): a job that ran for less may be reported at
 its start (a 100-MB peak held for 3 s read 5.8 MB on a 25.14.0 pool). Such a peak is a floor: it can
 show a request too small, never one too large, so a group with a job that ran less than that is
-flagged "unmeasured" instead of "low use", with no smaller request suggested.
+flagged "unmeasured" instead of "low use", with no smaller request suggested. A job killed by SIGKILL
+without a hold (failure_hints.killed_by_sigkill: an out-of-memory kill there) most likely needed more than
+its node had, so more than its request: like a held job's, its request is a floor ("killed without a hold").
 It is written in HTCondor's submit command and in Snakemake's resource name.
 """
 import math
@@ -54,7 +56,7 @@ class Advice:
     use: Optional[float]  # peak / requested
     suggested: Optional[int]
     unit: str
-    flag: str  # "" | "low use" | "unmeasured" | "over request" | "held for exceeding"
+    flag: str  # "" | "low use" | "unmeasured" | "over request" | "held for exceeding" | "killed without a hold"
     text: str
 
 
@@ -91,12 +93,13 @@ def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold:
     requests = [getattr(job, requested_field) for job in jobs if getattr(job, requested_field) is not None]
     peaks = [getattr(job, peak_field) for job in jobs if getattr(job, peak_field) is not None]
     held = [job for job in jobs if getattr(job, f"{label}_holds", 0)]
-    if not peaks and not held:
+    killed = [job for job in jobs if job.killed] if label == "memory" else []
+    if not peaks and not held and not killed:
         return None
     requested = max(requests) * scale if requests else None
     peak = max(peaks) * scale if peaks else None
-    # A held job exceeded its own request: that request is a floor for the suggestion.
-    held_at = max((getattr(job, requested_field) * scale for job in held
+    # A held job exceeded its own request, and a killed one most likely did: that request is a floor.
+    held_at = max((getattr(job, requested_field) * scale for job in held + killed
                    if getattr(job, requested_field) is not None), default=None)
     use = peak / requested if peak is not None and requested else None
     floor = [value for value in (peak, held_at) if value is not None]
@@ -114,7 +117,7 @@ def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold:
     # Memory from snapshots (module doc): a job that ran shorter than one interval has a floor, not a peak.
     unmeasured = [job for job in jobs if getattr(job, peak_field) is not None
                   and (job.longest_run_s is None or job.longest_run_s < snapshot_s)] if label == "memory" else []
-    flag = ("held for exceeding" if held else "over request" if over
+    flag = ("held for exceeding" if held else "killed without a hold" if killed else "over request" if over
             else "unmeasured" if low_use and unmeasured else "low use" if low_use else "")
     if flag == "unmeasured":
         suggested = None
@@ -126,6 +129,9 @@ def _advise(group: str, jobs: list, resource: tuple, headroom: float, threshold:
         text = (f"{group}: {label} peak {_fmt(peak, unit)} of {_fmt(requested, unit)} requested"
                 + (f" ({use:.0%})" if use is not None else "")
                 + (f", {len(held)} job(s) held for exceeding {_fmt(held_at, unit)}" if held else "")
+                + (f", {len(killed)} job(s) killed by SIGKILL without a hold (an out-of-memory kill where no "
+                   "per-job cgroup holds; memory measured in snapshots there, so the peak may be higher)"
+                   if killed else "")
                 + (f"; suggest {command} = {suggested}{unit} (Snakemake: {snakemake_name}={suggested})"
                    if suggested is not None and flag else "")
                 + (f"; the schedd shows this peak as {shown_as} {_fmt(rounded, unit)}, which a hold policy on it "

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Optional
 
+from ..failure_hints import killed_by_sigkill
 from ..holds import Hold, HoldKind
 from . import records
 
@@ -41,6 +42,7 @@ class JobFigures:
     holds: int
     hold_codes: str  # "34/102 12/2", in order
     memory_holds: int  # held for using more memory than requested
+    killed: bool  # ended by SIGKILL, not held: an out-of-memory kill where no per-job cgroup holds (failure_hints)
     disk_holds: int
     evictions: int
     checkpoints: int
@@ -125,6 +127,7 @@ def job_figures(history: records.JobHistory, ad: Optional[dict], now: float) -> 
         holds=len(other_holds),
         hold_codes=" ".join(f"{hold.code}/{hold.subcode}" for hold in other_holds),
         memory_holds=sum(_kind(hold) is HoldKind.MEMORY for hold in other_holds),
+        killed=killed_by_sigkill(history.return_value, history.signal),
         disk_holds=sum(_kind(hold) is HoldKind.DISK for hold in other_holds),
         evictions=sum(run_.ending == records.EVICTED for run_ in history.runs),
         checkpoints=sum(len(run_.checkpoints) for run_ in history.runs),

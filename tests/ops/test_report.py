@@ -43,3 +43,23 @@ def test_report_of_a_run_names_chunks_sites_and_advises_after_a_memory_hold(work
     assert (hog["attempts"], hog["state"]) == (2, "done")
     assert hog["lost_attempts_s"] == pytest.approx(hogs[0]["compute_s"])
     assert "per chunk (its attempts added up)" in report.stdout
+
+
+@pytest.mark.slow
+def test_report_flags_a_job_killed_out_of_memory_on_an_annex(workdir, user_env, embedded_pool, tmp_path):
+    # On an annex no cgroup holds the job and its snapshots may miss the peak: the kill itself is the evidence.
+    result = run_snakemake(workdir, user_env, "oom-run0-chunk0.txt")
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = tmp_path / "report.json"
+    report = subprocess.run([str(HTCANNEX), "report", "--directory", str(workdir), "--json", str(out),
+                             "--pool-dir", str(embedded_pool.spool_dir), "--htcannex-config",
+                             str(workdir / "htcannex.yaml")],
+                            capture_output=True, text=True, timeout=120, env=user_env)
+    assert report.returncode == 0, report.stderr
+    document = json.loads(out.read_text())
+    attempts = sorted((job for job in document["jobs"] if job["rule"] == "oom"), key=lambda job: job["attempt"])
+    assert [(job["site"], job["killed"], job["state"]) for job in attempts] == [("small", True, "failed"),
+                                                                                   ("a", False, "done")]
+    memory, = [item for item in document["advice"] if (item["group"], item["resource"]) == ("oom", "memory")]
+    assert memory["flag"] == "killed without a hold"
+    assert "1 job(s) killed by SIGKILL without a hold" in report.stdout
