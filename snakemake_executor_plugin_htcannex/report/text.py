@@ -14,7 +14,8 @@ def summary(report: Report) -> str:
     jobs = report.jobs
     lines = [f"htcannex report of {report.log}: {len(jobs)} jobs, "
              f"{sum(job.state == 'done' for job in jobs)} done, {sum(job.runs for job in jobs)} runs, "
-             f"{sum(job.holds for job in jobs)} holds, {sum(job.evictions for job in jobs)} evictions, "
+             f"{sum(job.holds for job in jobs)} holds, {sum(job.killed for job in jobs)} killed by SIGKILL, "
+             f"{sum(job.evictions for job in jobs)} evictions, "
              f"{sum(job.checkpoints for job in jobs)} self-checkpoints"]
     hours = f"core-hours {report.core_hours:.2f}, GPU-hours {report.gpu_hours:.2f}"
     if report.core_hour_budget:
@@ -77,6 +78,8 @@ def _note(job: JobFigures) -> str:
         parts.append(f"{job.runs} runs")
     if job.hold_codes:
         parts.append(f"held {job.hold_codes}")
+    if job.killed:
+        parts.append("SIGKILL, not held")
     if job.checkpoints:
         parts.append(f"{job.checkpoints} ckpt")
     return ", ".join(parts)

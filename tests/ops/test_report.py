@@ -63,3 +63,4 @@ def test_report_flags_a_job_killed_out_of_memory_on_an_annex(workdir, user_env, 
     memory, = [item for item in document["advice"] if (item["group"], item["resource"]) == ("oom", "memory")]
     assert memory["flag"] == "killed without a hold"
     assert "1 job(s) killed by SIGKILL without a hold" in report.stdout
+    assert "1 killed by SIGKILL" in report.stdout and "SIGKILL, not held" in report.stdout
