@@ -119,6 +119,19 @@ def test_the_same_peaks_from_runs_longer_than_the_snapshots_suggest_less(tmp_pat
     assert memory["suggested"] == 192
 
 
+def test_jobs_killed_by_sigkill_without_a_hold_make_their_request_a_floor(tmp_path, capsys):
+    # A real 25.14.0 pool without per-job cgroups: a command killed in the job's shell (return value 137) and a
+    # job killed itself (signal 9), each after holding 200 MB for 1 s, which the snapshots missed (6 MB).
+    document = report_json(tmp_path, LOGS / "killed_25.14.log")
+    assert [(job["killed"], round(job["memory_peak_mb"]), job["state"]) for job in document["jobs"]] == [
+        (True, 6, "failed"), (True, 6, "failed")]
+    memory = _memory_advice(document)
+    # the 300-MB request + 20 % in 64-MB steps, not the 6-MB peak's "low use"
+    assert (memory["flag"], memory["requested"], memory["suggested"]) == ("killed without a hold", 300, 384)
+    out = capsys.readouterr().out
+    assert "2 job(s) killed by SIGKILL without a hold" in out and "2 killed by SIGKILL" in out
+
+
 def test_tsv_and_html_outputs(tmp_path):
     tsv, page, figures = tmp_path / "jobs.tsv", tmp_path / "report.html", tmp_path / "figures"
     assert main(["report", str(LOGS / "dagman_nodes.log"), "--tsv", str(tsv), "--html", str(page),
