@@ -66,14 +66,9 @@ class RunningJob:
 
     def rss_kib(self) -> int:
         """Resident memory of the job's whole process tree (what a cgroup would charge)."""
-        total = 0
-        for process in _tree(self.process.pid):
-            try:
-                total += process.memory_info().rss
-            except psutil.NoSuchProcess:
-                pass
-        self.peak_rss_kib = max(self.peak_rss_kib, total // 1024)
-        return total // 1024
+        total = sum(rss for rss, _ in _resident(self.process.pid)) // 1024
+        self.peak_rss_kib = max(self.peak_rss_kib, total)
+        return total
 
     def out_of_memory_kill(self) -> bool:
         """Where the job's tree holds more than its allocation, kill its largest process with SIGKILL, as
@@ -82,13 +77,10 @@ class RunningJob:
         oom_badness, i.e. the most resident memory); True when it did. HTCondor does not see it: the
         job ends by the signal (or its shell's 137), with no hold. Not counted in the job's peak, which
         HTCondor measures (policy.py)."""
-        sizes = []
-        for process in _tree(self.process.pid):
-            try:
-                sizes.append((process.memory_info().rss, process))
-            except psutil.NoSuchProcess:
-                pass
-        if self.allocation_mb is None or sum(rss for rss, _ in sizes) // 2**20 <= self.allocation_mb:
+        if self.allocation_mb is None:
+            return False
+        sizes = _resident(self.process.pid)
+        if sum(rss for rss, _ in sizes) // 2**20 <= self.allocation_mb:
             return False
         try:
             max(sizes, key=lambda size: size[0])[1].send_signal(signal.SIGKILL)
@@ -100,6 +92,17 @@ class RunningJob:
         self.stopping = why
         kill_process_group(self.process.pid)
         self._reap(0)
+
+
+def _resident(pid: int) -> list[tuple[int, psutil.Process]]:
+    """(resident bytes, process) of each live process of the tree under `pid`."""
+    sizes = []
+    for process in _tree(pid):
+        try:
+            sizes.append((process.memory_info().rss, process))
+        except psutil.NoSuchProcess:
+            pass
+    return sizes
 
 
 def _tree(pid: int) -> list[psutil.Process]:
