@@ -28,7 +28,7 @@ from pathlib import Path
 
 import htcondor2
 import yaml
-from snakemake_executor_plugin_htcannex.tracking import NEVER_WAIT
+from snakemake_executor_plugin_htcannex.track.event_log import NEVER_WAIT
 
 from . import snakemake_log
 from .chunking import WORKFLOW, print_ratio, sized_config

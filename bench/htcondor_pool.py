@@ -30,7 +30,7 @@ import htcondor2
 import psutil
 import yaml
 
-from snakemake_executor_plugin_htcannex.site import ANNEX_NAME_PREFIX
+from snakemake_executor_plugin_htcannex.sites.site import ANNEX_NAME_PREFIX
 
 from .common import SNAKEMAKE, BenchError, Timed, bench_env, run_timed
 

@@ -144,14 +144,14 @@ class _HtcannexDriver:
     held = False  # how the jobs are submitted
 
     def __init__(self, log: Path, pool, calls: Counter):
-        from snakemake_executor_plugin_htcannex.annex import AnnexLedger, AnnexManager, EmbeddedBackend
-        from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
+        from snakemake_executor_plugin_htcannex.annex.manager import AnnexLedger, AnnexManager, EmbeddedBackend
+        from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
         from snakemake_executor_plugin_htcannex.executor import Executor
-        from snakemake_executor_plugin_htcannex.held_and_idle import HeldAndIdle
-        from snakemake_executor_plugin_htcannex.liveness import SILENT_CHECKS, ScheddWatch
+        from snakemake_executor_plugin_htcannex.track.waiting import HeldAndIdle
+        from snakemake_executor_plugin_htcannex.track.liveness import SILENT_CHECKS, ScheddWatch
         from snakemake_executor_plugin_htcannex.runtime import Runtime
         from snakemake_executor_plugin_htcannex.schedd import Connection
-        from snakemake_executor_plugin_htcannex.tracking import EventLogTracker, HoldPolicy
+        from snakemake_executor_plugin_htcannex.track.event_log import EventLogTracker, HoldPolicy
 
         self.calls = calls
         catalogue = load_catalogue(PROFILE_CATALOGUE)
@@ -178,7 +178,7 @@ class _HtcannexDriver:
         return []  # the jobs wait for a slot only
 
     def active_jobs(self, job_ids: list[str]) -> list:
-        from snakemake_executor_plugin_htcannex.tracked_job import TrackedJob
+        from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob
 
         sites = self.sites or [None]
         return [SubmittedJobInfo(SimpleNamespace(name="noop", jobid=i), external_jobid=job_id,
@@ -199,7 +199,7 @@ class _AnnexWaitDriver(_HtcannexDriver):
     held = True  # htcannex queues a job held while its annex is not up
 
     def _sites_waited_for(self, catalogue, ledger) -> list:
-        from snakemake_executor_plugin_htcannex.annex import LedgerEntry
+        from snakemake_executor_plugin_htcannex.annex.manager import LedgerEntry
 
         sites = [site for site in catalogue.sites.values() if site.kind == "annex" and not site.manual]
         for site in sites:

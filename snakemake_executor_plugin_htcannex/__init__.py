@@ -12,7 +12,7 @@ from snakemake_interface_executor_plugins.settings import (
     ExecutorSettingsBase,
 )
 
-from .executor import Executor
+from snakemake_executor_plugin_htcannex.executor import Executor
 
 __all__ = ["Executor", "ExecutorSettings", "common_settings"]
 

@@ -11,8 +11,8 @@ import importlib
 import pkgutil
 import sys
 
-from . import commands
-from .commands._common import USER_ERRORS
+from snakemake_executor_plugin_htcannex import commands
+from snakemake_executor_plugin_htcannex.commands._common import USER_ERRORS
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,28 +18,32 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
-from . import failure_hints, one_step, secrets
-from . import schedd as schedd_seam
-from .adoption import Adoption, CompletedWhileDown
-from .annex import AnnexState
-from .direct_command import NeedsSnakemake, direct_command
-from .description import JobSpec, build_submit, job_signature
-from .held_and_idle import HeldAndIdle
-from .liveness import SILENT_CHECKS, ScheddWatch
-from .log_writes import LogWrites
-from .job_spec import (JobCommand, job_spec, missing_products, placement_request, rule_label, wildcards_of,
+from snakemake_executor_plugin_htcannex import secrets
+
+from snakemake_executor_plugin_htcannex.track import failure_hints
+
+from snakemake_executor_plugin_htcannex.submit import one_step
+from snakemake_executor_plugin_htcannex import schedd as schedd_seam
+from snakemake_executor_plugin_htcannex.track.adoption import Adoption, CompletedWhileDown
+from snakemake_executor_plugin_htcannex.annex.manager import AnnexState
+from snakemake_executor_plugin_htcannex.submit.direct_command import NeedsSnakemake, direct_command
+from snakemake_executor_plugin_htcannex.submit.description import JobSpec, build_submit, job_signature
+from snakemake_executor_plugin_htcannex.track.waiting import HeldAndIdle
+from snakemake_executor_plugin_htcannex.track.liveness import SILENT_CHECKS, ScheddWatch
+from snakemake_executor_plugin_htcannex.track.log_writes import LogWrites
+from snakemake_executor_plugin_htcannex.submit.job_spec import (JobCommand, job_spec, missing_products, placement_request, rule_label, wildcards_of,
                        with_memory)
-from .placement import Request, place
-from .plan import plan_report
-from .prepared_scripts import PreparedScripts
-from .rotation import RotationError
-from .runtime import Runtime
-from .site import ResourceRequest, SiteRefusal
-from .submission import Submitter
-from .submit_template import TemplateError
-from .submit_values import SubmitValueError
-from .tracked_job import TrackedJob, tracked
-from .tracking import JobPhase
+from snakemake_executor_plugin_htcannex.sites.placement import Request, place
+from snakemake_executor_plugin_htcannex.ops.plan import plan_report
+from snakemake_executor_plugin_htcannex.submit.prepared_scripts import PreparedScripts
+from snakemake_executor_plugin_htcannex.sites.rotation import RotationError
+from snakemake_executor_plugin_htcannex.runtime import Runtime
+from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, SiteRefusal
+from snakemake_executor_plugin_htcannex.submit.submitter import Submitter
+from snakemake_executor_plugin_htcannex.submit.template import TemplateError
+from snakemake_executor_plugin_htcannex.submit.values import SubmitValueError
+from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob, tracked
+from snakemake_executor_plugin_htcannex.track.event_log import JobPhase
 
 NEWS_CHECK_S = 0.01  # how often the status thread looks whether the event log grew
 # Up to this many active jobs a write to the event log ends the status thread's wait at once

@@ -9,14 +9,14 @@ from pathlib import Path
 
 from snakemake_interface_common.exceptions import WorkflowError
 
-from . import paths, secrets
-from . import schedd as schedd_seam
-from .annex import AnnexLedger, AnnexManager
-from .catalogue import Catalogue, HtcannexConfigError, load_catalogue
-from .description import SubmitOptions, transfer_root
-from .tracking import EventLogTracker, HoldPolicy
-from .unlisted_sources import unlisted_sources
-from .units import UnitError, parse_duration_s
+from snakemake_executor_plugin_htcannex import paths, secrets
+from snakemake_executor_plugin_htcannex import schedd as schedd_seam
+from snakemake_executor_plugin_htcannex.annex.manager import AnnexLedger, AnnexManager
+from snakemake_executor_plugin_htcannex.sites.catalogue import Catalogue, HtcannexConfigError, load_catalogue
+from snakemake_executor_plugin_htcannex.submit.description import SubmitOptions, transfer_root
+from snakemake_executor_plugin_htcannex.track.event_log import EventLogTracker, HoldPolicy
+from snakemake_executor_plugin_htcannex.submit.unlisted_sources import unlisted_sources
+from snakemake_executor_plugin_htcannex.units import UnitError, parse_duration_s
 
 # HTCondor starts jobs with no PATH; the spawned Snakemake (its ILP scheduler
 # included) and the rules' shell commands need one.

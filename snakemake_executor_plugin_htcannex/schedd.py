@@ -16,7 +16,7 @@ import classad2
 import htcondor2
 from htcondor_codes import PARAM_DEFAULTS_S, param_seconds
 
-from .annex import AnnexBackend, EmbeddedBackend, HtcondorCliBackend
+from snakemake_executor_plugin_htcannex.annex.manager import AnnexBackend, EmbeddedBackend, HtcondorCliBackend
 
 # The value of `pool:` (htcannex.yaml) or `--htcannex-schedd` that selects the
 # embedded pool, and the one that selects the local access point's own schedd.

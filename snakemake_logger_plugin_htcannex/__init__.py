@@ -33,10 +33,10 @@ from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 
 from snakemake_executor_plugin_htcannex import paths
-from snakemake_executor_plugin_htcannex.annex import AnnexLedger
-from snakemake_executor_plugin_htcannex.catalogue import HtcannexConfigError, load_catalogue
-from snakemake_executor_plugin_htcannex.plan import plan_report
-from snakemake_executor_plugin_htcannex.rotation import RotationError
+from snakemake_executor_plugin_htcannex.annex.manager import AnnexLedger
+from snakemake_executor_plugin_htcannex.sites.catalogue import HtcannexConfigError, load_catalogue
+from snakemake_executor_plugin_htcannex.ops.plan import plan_report
+from snakemake_executor_plugin_htcannex.sites.rotation import RotationError
 
 __all__ = ["LogHandler", "LogHandlerSettings"]
 

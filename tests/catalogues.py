@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
 
 REPO = Path(__file__).resolve().parents[1]
 NAIRR = REPO / "profiles" / "nairr" / "htcannex.yaml"

@@ -4,14 +4,14 @@ import threading
 
 import pytest
 
-from snakemake_executor_plugin_htcannex.annex import (
+from snakemake_executor_plugin_htcannex.annex.manager import (
     AnnexLedger,
     AnnexManager,
     AnnexState,
     HtcondorCliBackend,
 )
-from snakemake_executor_plugin_htcannex.catalogue import AnnexGuards
-from snakemake_executor_plugin_htcannex.site import Site
+from snakemake_executor_plugin_htcannex.sites.catalogue import AnnexGuards
+from snakemake_executor_plugin_htcannex.sites.site import Site
 
 
 def make_site(name="expanse", **overrides):

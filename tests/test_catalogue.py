@@ -4,8 +4,8 @@ import yaml
 from catalogues import BASE, LOCAL, NAIRR, load_with, write
 from htcondor_cli.annex_validate import SYSTEM_TABLE, validate_constraints
 
-from snakemake_executor_plugin_htcannex.catalogue import HtcannexConfigError, load_catalogue
-from snakemake_executor_plugin_htcannex.site import annex_name
+from snakemake_executor_plugin_htcannex.sites.catalogue import HtcannexConfigError, load_catalogue
+from snakemake_executor_plugin_htcannex.sites.site import annex_name
 
 
 def config_error(tmp_path, edit) -> HtcannexConfigError:

@@ -9,7 +9,7 @@ import classad2
 import htcondor2
 import pytest
 
-from snakemake_executor_plugin_htcannex.description import (
+from snakemake_executor_plugin_htcannex.submit.description import (
     JobSpec,
     SubmitOptions,
     build_submit,
@@ -18,9 +18,9 @@ from snakemake_executor_plugin_htcannex.description import (
 )
 from htcannex_pool import Pool
 from htcannex_pool.quoting import parse_arguments, parse_environment
-from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
-from snakemake_executor_plugin_htcannex.site import SiteRefusal
-from snakemake_executor_plugin_htcannex.submit_values import SubmitValueError
+from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.sites.site import SiteRefusal
+from snakemake_executor_plugin_htcannex.submit.values import SubmitValueError
 
 REPO = Path(__file__).resolve().parents[1]
 NAIRR = load_catalogue(REPO / "profiles" / "nairr" / "htcannex.yaml").sites

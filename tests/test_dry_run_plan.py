@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
-from snakemake_executor_plugin_htcannex.plan import HEADING as PLAN_HEADING
+from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.ops.plan import HEADING as PLAN_HEADING
 
 HERE = Path(__file__).parent
 REPO = HERE.parent

@@ -17,8 +17,8 @@ from pathlib import Path
 import htcondor2
 import pytest
 
-from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
-from snakemake_executor_plugin_htcannex.tracking import NEVER_WAIT
+from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.track.event_log import NEVER_WAIT
 
 HERE = Path(__file__).parent
 REPO = HERE.parent

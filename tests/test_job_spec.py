@@ -4,7 +4,7 @@ import subprocess
 import pytest
 
 from snakemake_executor_plugin_htcannex import paths
-from snakemake_executor_plugin_htcannex.job_spec import with_checkpoint_exit
+from snakemake_executor_plugin_htcannex.submit.job_spec import with_checkpoint_exit
 
 
 @pytest.mark.parametrize("command, status", [

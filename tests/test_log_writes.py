@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from snakemake_executor_plugin_htcannex.log_writes import LogWrites
+from snakemake_executor_plugin_htcannex.track.log_writes import LogWrites
 
 TIMEOUT_S = 5.0
 

@@ -2,7 +2,7 @@
 (`htcannex why` renders it: tests/ops/test_why.py)."""
 import classad2
 
-from snakemake_executor_plugin_htcannex.matching import analyse_slot, evaluate_clauses, split_conjunction
+from snakemake_executor_plugin_htcannex.sites.matching import analyse_slot, evaluate_clauses, split_conjunction
 
 
 def test_clauses_are_split_at_top_level_conjunctions_only():

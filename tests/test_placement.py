@@ -4,11 +4,11 @@ renders the plan with its skips and the budget it implies."""
 import pytest
 
 from catalogues import load_with
-from snakemake_executor_plugin_htcannex.job_spec import placement_request
-from snakemake_executor_plugin_htcannex.placement import place
-from snakemake_executor_plugin_htcannex.plan import plan_jobs, plan_report
-from snakemake_executor_plugin_htcannex.site import ResourceRequest
-from snakemake_executor_plugin_htcannex.submit_values import SubmitValueError
+from snakemake_executor_plugin_htcannex.submit.job_spec import placement_request
+from snakemake_executor_plugin_htcannex.sites.placement import place
+from snakemake_executor_plugin_htcannex.ops.plan import plan_jobs, plan_report
+from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest
+from snakemake_executor_plugin_htcannex.submit.values import SubmitValueError
 
 SITES = {
     "a": {"kind": "annex", "facts": "catalogue", "cpus": 2, "memory": "4GB", "max_lifetime": "2h", "lifetime": "1h"},

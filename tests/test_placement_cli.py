@@ -15,7 +15,7 @@ import pytest
 import yaml
 from waiting import wait_until
 
-from snakemake_executor_plugin_htcannex.plan import HEADING as PLAN_HEADING
+from snakemake_executor_plugin_htcannex.ops.plan import HEADING as PLAN_HEADING
 
 HERE = Path(__file__).parent
 WORKFLOW = HERE / "workflows" / "placement"

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from snakemake_executor_plugin_htcannex.rotation import (
+from snakemake_executor_plugin_htcannex.sites.rotation import (
     Rotation,
     RotationError,
     RulePolicy,
@@ -114,7 +114,7 @@ def test_policy_needs_sites():
 
 PLAN_SCRIPT = """
 import json, sys
-from snakemake_executor_plugin_htcannex.rotation import Rotation, RulePolicy
+from snakemake_executor_plugin_htcannex.sites.rotation import Rotation, RulePolicy
 sites = tuple(json.loads(sys.argv[1]))
 rot = Rotation(rules={"a": RulePolicy("shuffle", sites), "b": RulePolicy("round-robin", sites)})
 jobs = [(rule, {"run": run, "chunk": str(k)}) for rule in "ab" for run in ("0", "x-y", "17") for k in range(13)]

@@ -5,8 +5,8 @@ from dataclasses import replace
 import pytest
 from catalogues import NAIRR, load_with
 
-from snakemake_executor_plugin_htcannex.catalogue import HtcannexConfigError, load_catalogue
-from snakemake_executor_plugin_htcannex.site import Admission, ResourceRequest
+from snakemake_executor_plugin_htcannex.sites.catalogue import HtcannexConfigError, load_catalogue
+from snakemake_executor_plugin_htcannex.sites.site import Admission, ResourceRequest
 
 
 def test_placeholders_load_but_block_annex_creation():

@@ -10,7 +10,7 @@ import htcondor2._job_event_log
 import pytest
 
 from event_log_text import aborted, evicted, execute, held, released, submit, terminated
-from snakemake_executor_plugin_htcannex.tracking import (
+from snakemake_executor_plugin_htcannex.track.event_log import (
     EventLogTracker,
     HoldPolicy,
     JobPhase,

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import classad2
 from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 
-from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
-from snakemake_executor_plugin_htcannex.held_and_idle import HeldAndIdle
-from snakemake_executor_plugin_htcannex.tracked_job import TrackedJob
-from snakemake_executor_plugin_htcannex.tracking import JobPhase
+from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.track.waiting import HeldAndIdle
+from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob
+from snakemake_executor_plugin_htcannex.track.event_log import JobPhase
 
 FAULTS_CATALOGUE = Path(__file__).parent / "ops" / "workflows" / "faults" / "htcannex.yaml"
 

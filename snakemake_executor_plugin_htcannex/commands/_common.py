@@ -5,12 +5,12 @@ from pathlib import Path
 import htcondor2
 from snakemake_interface_common.exceptions import ApiError, WorkflowError
 
-from ..catalogue import HtcannexConfigError, load_catalogue
-from ..driver import DriverError
-from ..report.records import EventLogError
-from ..rotation import RotationError
-from ..schedd import EMBEDDED, ScheddNotFound, connect
-from ..submit_template import TemplateError
+from snakemake_executor_plugin_htcannex.sites.catalogue import HtcannexConfigError, load_catalogue
+from snakemake_executor_plugin_htcannex.driver.control import DriverError
+from snakemake_executor_plugin_htcannex.ops.report.records import EventLogError
+from snakemake_executor_plugin_htcannex.sites.rotation import RotationError
+from snakemake_executor_plugin_htcannex.schedd import EMBEDDED, ScheddNotFound, connect
+from snakemake_executor_plugin_htcannex.submit.template import TemplateError
 
 POOL_DIR_HELP = "embedded pool spool (default: $HTCANNEX_POOL_DIR or ./.htcannex/pool)"
 

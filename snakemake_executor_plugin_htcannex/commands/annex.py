@@ -7,10 +7,10 @@ site it prints the steps to bring it up by hand (on the embedded pool it plays t
 """
 from pathlib import Path
 
-from .. import paths
-from ..plan import plan_report
-from ..catalogue import HtcannexConfigError, load_catalogue
-from ._common import UsageError, add_pool_location_options, add_profile_options, add_verbs, catalogue_path
+from snakemake_executor_plugin_htcannex import paths
+from snakemake_executor_plugin_htcannex.ops.plan import plan_report
+from snakemake_executor_plugin_htcannex.sites.catalogue import HtcannexConfigError, load_catalogue
+from snakemake_executor_plugin_htcannex.commands._common import UsageError, add_pool_location_options, add_profile_options, add_verbs, catalogue_path
 
 
 def needed_jobs(snakefile: Path, workdir: Path, config: dict | None = None) -> list[tuple[str, dict, dict, int]]:
@@ -40,7 +40,7 @@ def plan(args) -> int:
     if not snakefile.is_file():
         raise UsageError(f"no Snakefile at {snakefile}: run this where the workflow's Snakefile is, "
                          "or name it with -s PATH")
-    from ..annex import AnnexLedger
+    from snakemake_executor_plugin_htcannex.annex.manager import AnnexLedger
 
     report = plan_report(catalogue, needed_jobs(snakefile, Path.cwd()),
                          AnnexLedger(paths.annex_ledger()).spent_core_hours())
@@ -50,8 +50,8 @@ def plan(args) -> int:
 
 
 def create(args) -> int:
-    from ..annex import AnnexLedger, AnnexManager
-    from ..schedd import connect
+    from snakemake_executor_plugin_htcannex.annex.manager import AnnexLedger, AnnexManager
+    from snakemake_executor_plugin_htcannex.schedd import connect
 
     path = catalogue_path(args)
     catalogue = load_catalogue(path)

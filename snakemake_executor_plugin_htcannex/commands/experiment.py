@@ -12,12 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import paths
-from ..catalogue import HtcannexConfigError, load_catalogue
-from ..plan import plan_jobs, render_plan
-from ..submit_template import ChunkTemplate, TemplateError, command, merge, parse
-from ._common import add_verbs, catalogue_path
-from .annex import needed_jobs
+from snakemake_executor_plugin_htcannex import paths
+from snakemake_executor_plugin_htcannex.sites.catalogue import HtcannexConfigError, load_catalogue
+from snakemake_executor_plugin_htcannex.ops.plan import plan_jobs, render_plan
+from snakemake_executor_plugin_htcannex.submit.template import ChunkTemplate, TemplateError, command, merge, parse
+from snakemake_executor_plugin_htcannex.commands._common import add_verbs, catalogue_path
+from snakemake_executor_plugin_htcannex.commands.annex import needed_jobs
 
 WORKFLOW = Path(__file__).resolve().parents[2] / "workflows" / "chunked_training"
 TRAINING_RULE = "train_chunk"  # the rule the profile's rotation places
@@ -58,7 +58,7 @@ def plan(args) -> int:
         if (run, chunk) in cells:  # a chunk already trained is not run again
             print(f"{run:<10}{chunk:>6}  {cells[run, chunk]:<12}{subprocess.list2cmdline(argv)}")
     if planned:
-        from ..annex import AnnexLedger
+        from snakemake_executor_plugin_htcannex.annex.manager import AnnexLedger
 
         print("\n" + render_plan(catalogue, planned, AnnexLedger(paths.annex_ledger()).spent_core_hours()))
     return 0

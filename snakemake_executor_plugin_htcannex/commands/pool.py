@@ -3,7 +3,7 @@ import json
 
 from htcannex_pool import Pool
 
-from ._common import POOL_DIR_HELP, UsageError, add_verbs
+from snakemake_executor_plugin_htcannex.commands._common import POOL_DIR_HELP, UsageError, add_verbs
 
 
 def _pool(args) -> Pool:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from snakemake.common import get_appdirs
 
-from ._common import UsageError, add_verbs
+from snakemake_executor_plugin_htcannex.commands._common import UsageError, add_verbs
 
 PROFILE_NAMES = ("local", "nairr")
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 from humanfriendly.terminal.spinners import Spinner
 
-from .. import paths
-from ..report import build_report
-from ..report.advice import DEFAULT_HEADROOM, DEFAULT_THRESHOLD
-from ..report.records import EventLogError, check_readable, count_events
-from ..schedd import job_id
-from .status import epochs_per_job_from_config
-from ._common import UsageError, add_pool_options, open_catalogue_and_pool
+from snakemake_executor_plugin_htcannex import paths
+from snakemake_executor_plugin_htcannex.ops.report import build_report
+from snakemake_executor_plugin_htcannex.ops.report.advice import DEFAULT_HEADROOM, DEFAULT_THRESHOLD
+from snakemake_executor_plugin_htcannex.ops.report.records import EventLogError, check_readable, count_events
+from snakemake_executor_plugin_htcannex.schedd import job_id
+from snakemake_executor_plugin_htcannex.commands.status import epochs_per_job_from_config
+from snakemake_executor_plugin_htcannex.commands._common import UsageError, add_pool_options, open_catalogue_and_pool
 
 AD_PROJECTION = ["ClusterId", "ProcId", "QDate", "HtcannexRule", "HtcannexWildcards", "HtcannexSite",
                  "HtcannexAttempt", "TargetAnnexName", "RequestCpus", "RequestMemory", "RequestDisk", "RequestGPUs"]
@@ -45,12 +45,12 @@ def report(args) -> int:
             raise UsageError(str(error)) from error
     # Imported here: matplotlib costs a second, and only the HTML output needs it.
     if args.html or args.figures:
-        from ..report import html
+        from snakemake_executor_plugin_htcannex.ops.report import html
         if args.html:
             _write(Path(args.html), html.page(result))
         if args.figures:
             html.write_figures(result, Path(args.figures))
-    from ..report import text
+    from snakemake_executor_plugin_htcannex.ops.report import text
     if args.tsv:
         _write(Path(args.tsv), text.tsv(result))
     if args.json:

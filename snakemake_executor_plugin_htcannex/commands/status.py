@@ -4,9 +4,9 @@ from pathlib import Path
 
 import yaml
 
-from .. import paths
-from ..board import BoardSource, render
-from ._common import UsageError, add_pool_options, open_catalogue_and_pool
+from snakemake_executor_plugin_htcannex import paths
+from snakemake_executor_plugin_htcannex.ops.board import BoardSource, render
+from snakemake_executor_plugin_htcannex.commands._common import UsageError, add_pool_options, open_catalogue_and_pool
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 

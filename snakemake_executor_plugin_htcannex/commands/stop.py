@@ -14,10 +14,10 @@ from pathlib import Path
 import htcondor2
 from htcondor_codes import JobStatus
 
-from ..driver import CANCEL_GRACE_S, drivers_in_queue, read_record, run_jobs_constraint
-from ..driver_job import other_snakemake
-from ..schedd import EMBEDDED, ScheddNotFound, connect, job_id
-from ._common import UsageError
+from snakemake_executor_plugin_htcannex.driver.control import CANCEL_GRACE_S, drivers_in_queue, read_record, run_jobs_constraint
+from snakemake_executor_plugin_htcannex.driver.entry import other_snakemake
+from snakemake_executor_plugin_htcannex.schedd import EMBEDDED, ScheddNotFound, connect, job_id
+from snakemake_executor_plugin_htcannex.commands._common import UsageError
 
 REASON = "htcannex stop"
 

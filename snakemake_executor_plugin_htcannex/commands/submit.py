@@ -9,14 +9,16 @@ from htcondor_codes import JobStatus
 
 from htcannex_pool import DEFAULT_SPOOL
 
-from .. import driver_job, job_owner, paths
-from ..catalogue import HtcannexConfigError, load_catalogue
-from ..driver import (DEFAULT_MAX_STARTS, DEFAULT_MEMORY, NOTIFICATIONS, STDERR, DriverError, drivers_in_queue,
+from snakemake_executor_plugin_htcannex import job_owner, paths
+
+from snakemake_executor_plugin_htcannex.driver import entry as driver_job
+from snakemake_executor_plugin_htcannex.sites.catalogue import HtcannexConfigError, load_catalogue
+from snakemake_executor_plugin_htcannex.driver.control import (DEFAULT_MAX_STARTS, DEFAULT_MEMORY, NOTIFICATIONS, STDERR, DriverError, drivers_in_queue,
                       record_path, submit_description, write_record)
-from ..job_owner import JobOwner
-from ..schedd import DEFAULT, EMBEDDED, ScheddNotFound, connect, job_id
-from ..secrets import withheld_warning
-from ._common import UsageError
+from snakemake_executor_plugin_htcannex.job_owner import JobOwner
+from snakemake_executor_plugin_htcannex.schedd import DEFAULT, EMBEDDED, ScheddNotFound, connect, job_id
+from snakemake_executor_plugin_htcannex.secrets import withheld_warning
+from snakemake_executor_plugin_htcannex.commands._common import UsageError
 
 SNAKEMAKE_LOCKS = Path(".snakemake") / "locks"
 # What the driver's Python must import: driver_job, which runs Snakemake with the htcannex executor.

@@ -2,9 +2,9 @@
 import re
 import sys
 
-from ..diagnose import diagnose
-from ..secrets import redact
-from ._common import UsageError, add_pool_options, open_catalogue_and_pool
+from snakemake_executor_plugin_htcannex.ops.diagnose import diagnose
+from snakemake_executor_plugin_htcannex.secrets import redact
+from snakemake_executor_plugin_htcannex.commands._common import UsageError, add_pool_options, open_catalogue_and_pool
 
 JOB_ID = re.compile(r"(\d+)\.(\d+)")
 

@@ -5,7 +5,7 @@ immutability and checksums on top, the same way for all of them.
 - ``pelican``:  the real federation, through pelicanfs.
 - ``local``:    an origin directory on this machine (the embedded pool's, or a test's).
 - ``htcondor``: inside an HTCondor job whose submit moved the objects (see
-  ``snakemake_executor_plugin_htcannex.osdf_transfer``): the sandbox is the origin.
+  ``snakemake_executor_plugin_htcannex.submit.osdf_transfer``): the sandbox is the origin.
 """
 
 from __future__ import annotations

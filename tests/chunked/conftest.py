@@ -8,7 +8,7 @@ from pathlib import Path
 import htcondor2
 import pytest
 import yaml
-from snakemake_executor_plugin_htcannex.tracking import NEVER_WAIT
+from snakemake_executor_plugin_htcannex.track.event_log import NEVER_WAIT
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOW = REPO / "workflows" / "chunked_training"

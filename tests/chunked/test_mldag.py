@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
-from snakemake_executor_plugin_htcannex.site import annex_name
+from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.sites.site import annex_name
 
 from .conftest import BIN, PROFILE, annexes_by_job, pool_env, run
 

@@ -11,8 +11,8 @@ import yaml
 from ops.snakemake_runs import BIN, FAULTS, HTCANNEX
 
 from backends import ANNEXES, embedded, real_htcondor
-from snakemake_executor_plugin_htcannex.driver import drivers_in_queue
-from snakemake_executor_plugin_htcannex.site import ANNEX_NAME_PREFIX
+from snakemake_executor_plugin_htcannex.driver.control import drivers_in_queue
+from snakemake_executor_plugin_htcannex.sites.site import ANNEX_NAME_PREFIX
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 

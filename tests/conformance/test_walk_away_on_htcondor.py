@@ -15,8 +15,8 @@ import pytest
 from ops.snakemake_runs import CHAIN, HTCANNEX, driver_events, events, running_chunk, snakemake_log
 from waiting import wait_until
 
-from snakemake_executor_plugin_htcannex.driver import drivers_in_queue, run_jobs_constraint
-from snakemake_executor_plugin_htcannex.driver_job import other_snakemake
+from snakemake_executor_plugin_htcannex.driver.control import drivers_in_queue, run_jobs_constraint
+from snakemake_executor_plugin_htcannex.driver.entry import other_snakemake
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import classad2
 import htcondor2
-from snakemake_executor_plugin_htcannex.tracking import NEVER_WAIT
+from snakemake_executor_plugin_htcannex.track.event_log import NEVER_WAIT
 from waiting import wait_until
 
 FAULTS = Path(__file__).parent / "workflows" / "faults"  # the workflow these tests run

@@ -123,7 +123,7 @@ def test_the_driver_job_carries_the_restart_policy_and_the_users_notification_ch
 
 def test_a_driver_started_more_often_than_max_starts_gives_up(workdir, user_env):
     for start in (1, 2):
-        result = subprocess.run([sys.executable, "-m", "snakemake_executor_plugin_htcannex.driver_job",
+        result = subprocess.run([sys.executable, "-m", "snakemake_executor_plugin_htcannex.driver.entry",
                                  "--job", "7.0", "--workdir", str(workdir), "--max-starts", "1", "--", "--version"],
                                 cwd=workdir, env=user_env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and "was started 2 times (--max-starts 1)" in result.stderr

@@ -6,9 +6,11 @@ import classad2
 import htcondor2
 from waiting import wait_until
 
-from snakemake_executor_plugin_htcannex import adoption, recovery
-from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
-from snakemake_executor_plugin_htcannex.site import ResourceRequest
+from snakemake_executor_plugin_htcannex.track import adoption
+
+from snakemake_executor_plugin_htcannex.track import recovery
+from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest
 
 CATALOGUE = Path(__file__).parent / "workflows" / "faults" / "htcannex.yaml"
 

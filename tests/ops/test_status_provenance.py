@@ -6,7 +6,7 @@ the annex) and the job ads; the annex of a slot comes from the collector's slot 
 import json
 
 from event_log_text import execute, submit, terminated
-from snakemake_executor_plugin_htcannex.board import BoardSource, render
+from snakemake_executor_plugin_htcannex.ops.board import BoardSource, render
 
 
 def job_events(cluster: int, slot: str) -> str:

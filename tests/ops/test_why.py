@@ -9,9 +9,9 @@ import classad2
 import htcondor2
 import pytest
 
-from snakemake_executor_plugin_htcannex.catalogue import load_catalogue
-from snakemake_executor_plugin_htcannex.diagnose import explain_hold, never_matches, render_analysis
-from snakemake_executor_plugin_htcannex.matching import analyse_slot, catalogue_slot_ad
+from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.ops.diagnose import explain_hold, never_matches, render_analysis
+from snakemake_executor_plugin_htcannex.sites.matching import analyse_slot, catalogue_slot_ad
 
 CATALOGUE = Path(__file__).parent / "workflows" / "faults" / "htcannex.yaml"
 HTCANNEX = Path(sys.executable).parent / "htcannex"

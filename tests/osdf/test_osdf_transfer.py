@@ -14,7 +14,7 @@ import pytest
 from snakemake.io import IOFile, flag
 from snakemake_interface_common.exceptions import WorkflowError
 
-from snakemake_executor_plugin_htcannex import osdf_transfer
+from snakemake_executor_plugin_htcannex.submit import osdf_transfer
 from snakemake_storage_plugin_osdf import StorageProvider, StorageProviderSettings
 from snakemake_storage_plugin_osdf.integrity import CorruptObjectError
 

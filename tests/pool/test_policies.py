@@ -7,7 +7,7 @@ import pytest
 
 from htcannex_pool import PoolRequestError
 
-from snakemake_executor_plugin_htcannex.holds import Hold
+from snakemake_executor_plugin_htcannex.track.holds import Hold
 
 from pool_helpers import (event_types, events, job_status, make_pool, python_script, script, stop_for_sure,
                           submit, wait_for_status, wait_until)

@@ -13,7 +13,7 @@ from event_log_text import execute, submit, terminated
 from protein_lm import checkpoint
 from protein_lm.compare import Plan, RunResult, provenance_checks
 from protein_lm.training import train_chunk
-from snakemake_executor_plugin_htcannex import provenance
+from snakemake_executor_plugin_htcannex.ops import provenance
 
 from .test_training import job
 

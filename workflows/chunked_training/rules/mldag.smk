@@ -8,7 +8,8 @@ import yaml
 from snakemake.logging import logger
 
 from chunked_training.variables import VarsError
-from snakemake_executor_plugin_htcannex import secrets, submit_template
+from snakemake_executor_plugin_htcannex import secrets
+from snakemake_executor_plugin_htcannex.submit import template as submit_template
 
 
 def _experiment_resources():

@@ -13,7 +13,8 @@ from protein_lm import plots
 from protein_lm.compare import (
     VARIANTS, Margins, Plan, RunResult, equivalence_rows, finetune_size_rows, per_site_rows, provenance_checks, provenance_rows, summary_rows,
 )
-from snakemake_executor_plugin_htcannex import paths, provenance
+from snakemake_executor_plugin_htcannex import paths
+from snakemake_executor_plugin_htcannex.ops import provenance
 
 snakemake = globals()["snakemake"]  # injected by Snakemake's script directive
 runs = snakemake.params.runs

@@ -2,7 +2,7 @@
 paired equivalence study that can fail.
 
 Per run: did every epoch train exactly once, in its planned job and on its planned site
-(snakemake_executor_plugin_htcannex.provenance)? Did the hopping run end bitwise equal to its
+(snakemake_executor_plugin_htcannex.ops.provenance)? Did the hopping run end bitwise equal to its
 twin when both ran on the same hardware at the same precision (any difference there is a resume
 bug, not noise)? Which devices and precisions did it use (a run mixing them is labelled)?
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
-from snakemake_executor_plugin_htcannex import provenance
+from snakemake_executor_plugin_htcannex.ops import provenance
 from statsmodels.stats.power import TTestPower
 from statsmodels.stats.weightstats import ttost_paired
 

@@ -1,0 +1,1 @@
+"""Annexes: is a site's annex up, and if not, request it within the profile's guards."""

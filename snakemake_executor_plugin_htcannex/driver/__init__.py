@@ -1,0 +1,1 @@
+"""The walk-away driver: Snakemake itself as an HTCondor local-universe job."""

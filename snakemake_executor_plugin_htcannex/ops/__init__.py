@@ -1,0 +1,1 @@
+"""What an operator reads: the plan, the status board, why a job waits, provenance, the report."""

@@ -1,0 +1,1 @@
+"""The way in: a Snakemake job becomes a checked HTCondor submit description."""

@@ -1,0 +1,196 @@
+"""A Snakemake job -> a `JobSpec` (plain values that description.build_submit turns into a submit
+description): what it transfers, the command HTCondor runs, and its resources.
+
+The command is Snakemake's own (`format_job_exec`) or, for a rule that runs without Snakemake in
+the job, the rule's shell command or prepared script (direct_command.py), wrapped so that it runs where the workdir is in the sandbox, creates
+the logs the rule did not write, and exits with a self-checkpoint's exit code: the Snakemake
+process inside a job exits 1 whatever its script exited with, so HTCondor would never see the
+code; `with_checkpoint_exit` makes the job exit with the code a script wrote to the marker file
+(paths.CHECKPOINT_EXIT_MARKER, named to the job by $HTCANNEX_CHECKPOINT_EXIT_MARKER).
+"""
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Optional
+
+from snakemake.common.tbdstring import TBDString
+from snakemake.io import is_flagged
+from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
+
+from snakemake_executor_plugin_htcannex.submit import osdf_transfer
+
+from snakemake_executor_plugin_htcannex.submit import template as submit_template
+from snakemake_executor_plugin_htcannex.submit.description import JobSpec, SubmitOptions, duration_category, resource_request
+from snakemake_executor_plugin_htcannex.sites.placement import Request
+from snakemake_executor_plugin_htcannex.paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
+
+# A job runs a whole Snakemake process (~150 MB resident) besides the rule's
+# command, and HTCondor enforces request_memory on both together: a rule's
+# mem_mb gets this much on top, and a job without mem_mb/disk_mb gets
+# Snakemake's own "full" defaults instead of the pool's (128 MB on many pools).
+SPAWNED_SNAKEMAKE_MB = 256
+SPAWNED_SNAKEMAKE_DEFAULTS = {"mem_mb": 1000, "disk_mb": 1000}
+# Output flags whose file does not outlive the job (see products).
+PRODUCTS_WITHOUT_FILE = ("pipe", "service")
+
+
+@dataclass(frozen=True)
+class JobCommand:
+    """What a job runs: `command`, by `shell`."""
+
+    shell: str  # on the execute point
+    command: str
+    # False: the rule's own command or prepared script, without Snakemake in the job (direct_command.py)
+    runs_snakemake: bool = True
+    files: tuple[str, ...] = ()  # what the command needs besides the job's inputs (workdir-relative)
+    prepared_script: Optional[str] = None  # written for this job here; removed when the job is done
+    # Shell run once the command succeeded and its logs exist (osdf_transfer.in_job_steps: the OSDF
+    # outputs' sidecars, a log among them).
+    after: str = ""
+    container_image: Optional[str] = None  # the rule's container, for HTCondor to run it in (direct_command.py)
+
+
+def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOptions,
+             sandbox_storage_prefix: str) -> JobSpec:
+    """`job` as a JobSpec, running `command`: Snakemake's for the job (`format_job_exec`) or one
+    without Snakemake (direct_command.py)."""
+    outputs = products(job)
+    if options.shared_fs:
+        files = dict(inputs=[*job.input, *command.files], outputs=outputs)
+    else:
+        # OSDF objects move between origin and execute point as URL transfers.
+        transfers = osdf_transfer.plan(job.input, outputs, sandbox_storage_prefix=sandbox_storage_prefix)
+        files = dict(inputs=[*transfers.inputs, *command.files], outputs=transfers.outputs,
+                     output_remaps=transfers.output_remaps, environment=transfers.environment)
+    resources = dict(job.resources.items())
+    command_and_logs = _creating_logs(command.command, _logs(job))
+    if command.after:
+        command_and_logs = f"{command_and_logs} && {command.after}"
+    wrapped = _in_sandbox_workdir(with_checkpoint_exit(command_and_logs), options.sandbox_workdir)
+    return JobSpec(
+        rule=rule_label(job),
+        jobid=job.jobid,
+        argv=[command.shell, "-c", wrapped],
+        wildcards=wildcards_of(job),
+        resources=_with_room_for_snakemake(resources) if command.runs_snakemake else resources,
+        threads=job.threads,
+        attempt=job.attempt,
+        ships_workflow_sources=command.runs_snakemake,
+        needs_output_directories=not command.runs_snakemake,
+        prepared_script=command.prepared_script,
+        container_image=command.container_image,
+        **files,
+    )
+
+
+def placement_request(rule: str, resources: Mapping[str, object], threads: int) -> Request:
+    """What placement.place judges a job by, the same in a dry run and in a run: the rule's
+    resources with room for the job's own Snakemake, as a job that runs one asks for them (a plain
+    shell rule run directly asks for less, and a site that admits this admits that). Raises
+    SubmitValueError for a resource that is not a valid request, or a runtime no JobDurationCategory
+    allows (no site runs it). A dry run has no value yet for a resource computed from input files
+    (Snakemake's <TBD>): it is not judged. An MLDAG chunk's template lays its request_* over this,
+    for each site as filled there (submit_template.admission)."""
+    known = {name: value for name, value in resources.items() if not isinstance(value, TBDString)}
+    request = resource_request(JobSpec(rule=rule, jobid=0, argv=(), resources=_with_room_for_snakemake(known),
+                                       threads=threads))
+    if request.runtime_s is not None:
+        duration_category(request.runtime_s, rule)
+    template = submit_template.of(known)
+    return submit_template.admission(template, request, rule) if template else request
+
+
+def rule_label(job: JobExecutorInterface) -> str:
+    """What htcannex calls the job in messages and in its job ad's HtcannexRule: the rule's name, or
+    for a group job the rules it runs and the user's group name. Snakemake's own name for a group job
+    (`<groupid>_<rules>`) is none of them: the group id of a pipe's group is a fresh UUID per run,
+    which would also change the job's signature (recovery) from one Snakemake run to the next."""
+    if not job.is_group():
+        return job.name
+    rules = ", ".join(sorted({member.rule.name for member in job.jobs}))
+    if any(member.rule.group is not None for member in job.jobs):
+        return f"{rules} (group {job.groupid})"
+    return f"{rules} (grouped by a pipe)"
+
+
+def wildcards_of(job: JobExecutorInterface) -> dict:
+    # A group job spans several rules and has no wildcards of its own; it is
+    # placed with policy "any" unless a profile names the group.
+    return {} if job.is_group() else dict(job.wildcards.items())
+
+
+def _members(job: JobExecutorInterface) -> list:
+    return list(job.jobs) if job.is_group() else [job]
+
+
+def products(job: JobExecutorInterface) -> list:
+    """What must come back: outputs, logs and benchmarks, for a group of every member job (the
+    submit side checks the group's intermediate files too, not only what leaves the group).
+
+    Not what the job's Snakemake leaves no file for: a pipe or service (a FIFO or socket between
+    two members, gone when they end), and a temp() output another member of the group reads
+    (dag.handle_temp removes it once that member is done, as the local executor would). HTCondor
+    holds a job (12/2) whose listed output file is missing."""
+    members = _members(job)
+    read_in_group = {str(path) for member in members for path in member.input}
+    return list(dict.fromkeys(
+        product for member in members for product in member.products()
+        if not any(is_flagged(product, flag) for flag in PRODUCTS_WITHOUT_FILE)
+        and not (is_flagged(product, "temp") and str(product) in read_in_group)))
+
+
+def missing_products(job: JobExecutorInterface) -> list[str]:
+    """The job's local products that are not here (its storage ones went up from the job)."""
+    return [str(product) for product in products(job) if not product.is_storage and not os.path.exists(product)]
+
+
+def _logs(job: JobExecutorInterface) -> list:
+    return list(dict.fromkeys(log for member in _members(job) for log in member.log))
+
+
+def _creating_logs(command: str, logs: list) -> str:
+    """`command`, then (if it succeeded) an empty file for each log it did not write.
+
+    Snakemake does not require a rule to write its log, but HTCondor holds a job
+    whose listed output files are missing, and the logs are listed so they come back.
+    """
+    if not logs:
+        return command
+    names = " ".join(shlex.quote(str(log)) for log in logs)
+    return (f'{command} && for log in {names}; do [ -e "$log" ] || '
+            f'{{ mkdir -p "$(dirname "$log")" && : > "$log"; }}; done')
+
+
+def _in_sandbox_workdir(command: str, where: str | None) -> str:
+    """`command`, run where the workdir is in the sandbox (below it when sources came from outside)."""
+    return command if where is None else f"cd {shlex.quote(where)} && {command}"
+
+
+def _with_room_for_snakemake(resources: dict) -> dict:
+    """The rule's resources, with room for the job's own Snakemake process."""
+    sized = {name.split("_")[0] for name in resources if name.startswith(("mem", "disk"))}
+    defaults = {name: value for name, value in SPAWNED_SNAKEMAKE_DEFAULTS.items() if name.split("_")[0] not in sized}
+    resources = {**defaults, **resources}
+    if "mem" in sized and isinstance(resources.get("mem_mb"), int):
+        # Snakemake gives every memory resource as mem_mb too (and mem, mem_mib): keep one.
+        resources = {name: value for name, value in resources.items() if name not in ("mem", "mem_mib")}
+        resources["mem_mb"] += SPAWNED_SNAKEMAKE_MB
+    return resources
+
+
+def with_memory(resources: dict, mem_mb: int) -> dict:
+    """`resources` asking for `mem_mb` of memory (Snakemake's other spellings of it dropped)."""
+    return {**{name: value for name, value in resources.items() if name not in ("mem", "mem_mib")},
+            "mem_mb": mem_mb}
+
+
+def with_checkpoint_exit(command: str) -> str:
+    """`command`, then exit with the code in the marker file if the job's script left one (the
+    marker is removed), else with the command's own status. HTCondor restarts a self-checkpointing
+    job in the same sandbox, and a rule's shell command run without Snakemake ends the shell with
+    its own `exit 85` before the removal: a marker left there is removed before the command too (`rm`, a
+    process, only when there is one)."""
+    marker = CHECKPOINT_EXIT_MARKER
+    return (f"export {CHECKPOINT_EXIT_MARKER_VARIABLE}={marker}; [ ! -f {marker} ] || rm -f {marker}; {command}; status=$?; "
+            f"if [ -f {marker} ]; then code=$(cat {marker}); rm -f {marker}; exit $code; fi; exit $status")

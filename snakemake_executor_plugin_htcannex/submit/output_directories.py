@@ -1,0 +1,48 @@
+"""The directories a job's outputs go in, there before its command runs, without a process in the job.
+
+A job's own Snakemake makes its outputs' directories before the rule's code runs. A job without
+Snakemake (direct_command.py) ran `mkdir -p` for them instead: a process per job (1.3-1.6 ms of
+CPU and ~1 ms of a chain link's latency, docs/benchmarks.md), as a sandbox starts empty.
+
+- With file transfer, HTCondor makes them: an empty tree of those directories, kept in
+  `.htcannex/output-dirs/<digest>/` (one per set of directories: a rule's jobs share one), is listed
+  in `transfer_input_files` by its absolute path with a trailing slash. HTCondor transfers the
+  tree's contents, each directory with its Mkdir command, at its base name under the sandbox
+  (`preserve_relative_paths` keeps relative paths only; src/condor_utils/file_transfer.cpp
+  ExpandFileTransferList, DoUpload's TransferCommand::Mkdir, DoDownload's mkdir). So
+  `results/run1/` arrives as `results/run1/`, merged with directories the inputs bring.
+- On a shared filesystem the job runs in the workdir, and the directories are made there before
+  the submit, as Snakemake's local executor makes them in its own process (Job.prepare).
+"""
+import hashlib
+import shutil
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from snakemake_executor_plugin_htcannex import paths
+
+
+def of(outputs: Iterable[str]) -> list[str]:
+    """The directories (relative, sorted) that `outputs` (relative paths) are written in."""
+    return sorted({str(PurePosixPath(output).parent) for output in outputs} - {"."})
+
+
+def transferred_tree(workdir: Path, directories: list[str]) -> str:
+    """The transfer_input_files entry that makes `directories` (relative to the sandbox) in a job's
+    sandbox: the absolute path of their empty tree, with a trailing slash. Made if it is missing."""
+    digest = hashlib.sha256("\0".join(directories).encode()).hexdigest()[:16]
+    tree = paths.output_directories_dir(workdir) / digest
+    if not tree.is_dir():
+        # Built aside and renamed: a run stopped half-way never leaves a tree that lacks a directory.
+        building = tree.with_name(f"{digest}.partial")
+        shutil.rmtree(building, ignore_errors=True)
+        for directory in directories:
+            (building / directory).mkdir(parents=True, exist_ok=True)
+        building.rename(tree)
+    return f"{tree}/"
+
+
+def make_in_place(workdir: Path, directories: list[str]) -> None:
+    """Make `directories` (relative to `workdir`) where the job will write, on a shared filesystem."""
+    for directory in directories:
+        (workdir / directory).mkdir(parents=True, exist_ok=True)
