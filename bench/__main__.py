@@ -6,7 +6,7 @@ docs/benchmarks.md records the results and what each goal measures.
 import argparse
 import time
 
-from . import chunking, chunking_e2e, overhead, scale, tracking_cost
+from . import chunking, chunking_e2e, hop, overhead, scale, tracking_cost
 
 BENCHMARKS = {
     "overhead": overhead,
@@ -14,6 +14,7 @@ BENCHMARKS = {
     "scale": scale,
     "chunking": chunking,
     "chunking-e2e": chunking_e2e,
+    "hop": hop,
 }
 
 

@@ -89,12 +89,14 @@ class Pool:
                 parts["other daemons"] += own + reaped
         return parts
 
-    def settle(self) -> None:
-        """Wait until no shadow or starter is left: their CPU is then their parents'."""
+    def settle(self, *others: str) -> None:
+        """Wait until no shadow or starter (or process named in `others`) is left: their CPU is then their
+        parents'."""
         deadline = time.monotonic() + SETTLE_S
-        while self._runs("condor_shadow", "condor_starter"):
+        while self._runs("condor_shadow", "condor_starter", *others):
             if time.monotonic() > deadline:
-                raise BenchError(f"the pool's shadows or starters still run {SETTLE_S} s after the run ended")
+                raise BenchError(f"the pool's {', '.join(('shadows', 'starters', *others))} still run {SETTLE_S} s "
+                                 "after the run ended")
             time.sleep(0.2)
 
     def _runs(self, *names: str) -> bool:

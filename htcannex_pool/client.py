@@ -422,6 +422,10 @@ class PoolSchedd:
         return _ads(self._pool.request("history", constraint=None if constraint is None else str(constraint),
                                        projection=list(projection), match=match))
 
+    def reschedule(self) -> None:
+        """As a schedd's RESCHEDULE: queued jobs are matched now (the daemon matches after every request)."""
+        self._pool.request("reschedule")
+
 
 class PoolCollector:
     """`htcondor2.Collector.query` for slot (Startd) ads of the pool and its annexes."""

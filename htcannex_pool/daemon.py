@@ -68,6 +68,8 @@ class PoolDaemon:
             "edit": self.scheduler.edit,
             "query": self.scheduler.query,
             "history": self.scheduler.history,
+            # Like every request that is not only observing, it wakes the scheduler: a match cycle now.
+            "reschedule": lambda: None,
             "slots": self.scheduler.slot_ads,
             "create_annex": self.scheduler.create_annex,
             "remove_annex": self.scheduler.remove_annex,

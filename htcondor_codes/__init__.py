@@ -32,6 +32,8 @@ PARAM_DEFAULTS_S = {
     "QUERY_TIMEOUT": 60.0,  # how long HTCondor's tools wait for a daemon's answer
     # How often an execute point without per-job cgroups (BASE_CGROUP = "") measures a job's memory.
     "PID_SNAPSHOT_INTERVAL": 15.0,
+    # How long DAGMan's node jobs keep their claim when they end (their keep_claim_idle), for the next node.
+    "DAGMAN_HOLD_CLAIM_TIME": 20.0,
 }
 
 

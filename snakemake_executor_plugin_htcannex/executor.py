@@ -298,6 +298,8 @@ class Executor(RemoteExecutor):
         record = self._runtime.tracker.jobs.get(job_info.external_jobid) or waiting.without_event_log(job_info)
         if record is None:
             return True
+        if record.ever_started:
+            waiting.started(job_info)
         if record.phase is JobPhase.RUNNING:
             tracked(job_info).seen_running()
             return True

@@ -43,6 +43,9 @@ class Schedd(Protocol):
     def history(self, constraint, projection: Sequence[str] = (), match: int = -1,
                 **kwargs) -> Iterable[classad2.ClassAd]: ...
 
+    def reschedule(self) -> None:
+        """Start queued jobs on the claims the schedd holds and ask the negotiator for a cycle."""
+
 
 class Collector(Protocol):
     """The call the plugin makes on a collector: slot (Startd) ads."""

@@ -11,6 +11,7 @@ import classad2
 from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 
 from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
+from snakemake_executor_plugin_htcannex.submit.description import JobSpec
 from snakemake_executor_plugin_htcannex.track.waiting import HeldAndIdle
 from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob
 from snakemake_executor_plugin_htcannex.track.event_log import JobPhase
@@ -63,7 +64,8 @@ def held_and_idle(schedd, collector, tracker=None, idle_timeout_s=0, negotiation
 
 def queued_jobs(n: int, waiting_since: float | None = None) -> list[SubmittedJobInfo]:
     jobs = [SubmittedJobInfo(SimpleNamespace(name="any", jobid=i), external_jobid=f"{i + 1}.0",
-                             aux={"htcannex": TrackedJob(SimpleNamespace(rule="any"), None, False, None, None)})
+                             aux={"htcannex": TrackedJob(JobSpec("any", i, ["/bin/true"], resources={"mem_mb": 512}),
+                                                         None, False, None, None)})
             for i in range(n)]
     for job in jobs:
         job.aux["htcannex"].waiting_since = waiting_since or time.time()
@@ -122,6 +124,19 @@ def test_jobs_no_slot_can_run_are_said_at_their_first_look_once_per_rule_and_req
     assert "FAILS (job Requirements) TARGET.Memory >= RequestMemory" in warnings[0]
     assert "it is removed and fails once it has been idle for 1800 s (the idle timeout)" in warnings[0]
     assert len(schedd.constraints) == 1
+
+
+def test_a_job_asking_for_what_an_earlier_job_of_the_run_started_with_gets_no_first_look():
+    """A chain's next link waits for a slot like the one its predecessor ran on: no schedd query is made to
+    judge whether a slot can run it, however long it waits for its negotiation cycle."""
+    schedd = Queue()
+    waiting, _ = held_and_idle(schedd, BusySlots(), idle_timeout_s=1800, negotiation_interval_s=0)
+    earlier, later = queued_jobs(2)
+    waiting.started(earlier)
+    for poll in range(3):
+        waiting.new_poll([later])
+        assert waiting.idle(later)
+    assert schedd.constraints == []
 
 
 def test_a_job_idle_again_after_running_is_looked_at_an_idle_timeout_later_not_at_once():

@@ -36,6 +36,7 @@ from pathlib import Path
 import classad2
 import htcondor2
 import yaml
+from htcondor_codes import PARAM_DEFAULTS_S
 
 from snakemake_executor_plugin_htcannex import paths
 
@@ -285,7 +286,12 @@ def _command(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict
 
 
 def _resources(request: ResourceRequest, site: Site | None, check: ValueChecker) -> dict:
-    commands = {"request_cpus": str(request.cpus)}
+    commands = {"request_cpus": str(request.cpus),
+                # When the job ends the schedd keeps its claim this long for the user's next job, as DAGMan
+                # does for its nodes: the next chunk handed over in that time (a chain's next link, Snakemake's
+                # next job for the same slot) starts on it at the submit's reschedule (submitter.py), without
+                # waiting for a negotiation cycle (schedd.cpp FindRunnableJobForClaim).
+                "keep_claim_idle": str(int(PARAM_DEFAULTS_S["DAGMAN_HOLD_CLAIM_TIME"]))}
     if request.memory_mb is not None:
         commands["request_memory"] = f"{request.memory_mb}MB"
     if request.disk_mb is not None:

@@ -1,4 +1,5 @@
-"""Submits jobs to the schedd on a thread of its own, in the order they come.
+"""Submits jobs to the schedd on a thread of its own, in the order they come, and asks the schedd
+to schedule them at once.
 
 Snakemake calls the executor's run_job on its main thread, which also picks the next jobs
 to run: waiting there for each submit's round trip to the schedd (a socket round trip to
@@ -8,6 +9,12 @@ description on the main thread (a bad value still fails at once, naming the rule
 hands the description here; what the schedd answers comes back through the callbacks,
 from this thread: the job id, or the error, which fails that job (as a refused
 `condor_submit` fails only that submit).
+
+After the jobs handed over together are submitted, one `reschedule()` follows, as
+condor_submit and DAGMan send one after their submits: the schedd then starts the new jobs on
+the claims it holds (a claim kept idle by `keep_claim_idle`, description.py) and asks the
+negotiator for a cycle, instead of leaving them for its next periodic pass (SCHEDD_INTERVAL)
+and the negotiator's next cycle (NEGOTIATOR_INTERVAL) (schedd.cpp `reschedule_negotiator`).
 """
 import logging
 import queue
@@ -16,6 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 import htcondor2
+
+from snakemake_executor_plugin_htcannex.schedd import UNANSWERED
 
 Submitted = Callable[[Any], None]  # gets what schedd.submit returned
 Refused = Callable[[Exception], None]  # gets what it raised
@@ -43,14 +52,33 @@ class Submitter:
             self._thread.join()
 
     def _submit_forever(self):
-        while (item := self._queue.get()) is not _STOP:
-            description, on_submitted, on_refused = item
+        stopping = False
+        while not stopping:
+            batch = [self._queue.get()]
+            while not self._queue.empty():  # the rest of what was handed over meanwhile
+                batch.append(self._queue.get())
+            stopping = _STOP in batch
+            queued = sum(self._submit(item) for item in batch if item is not _STOP)
+            if queued:
+                self._reschedule()
+
+    def _submit(self, item) -> bool:
+        """Submit one job; whether the schedd queued it."""
+        description, on_submitted, on_refused = item
+        try:
             try:
-                try:
-                    result = self._schedd.submit(description)
-                except Exception as error:  # the schedd refused it, or could not be reached
-                    on_refused(error)
-                else:
-                    on_submitted(result)
-            except Exception:  # a callback's own failure must not stop the submits queued after it
-                log.exception("handling a submit's answer failed")
+                result = self._schedd.submit(description)
+            except Exception as error:  # the schedd refused it, or could not be reached
+                on_refused(error)
+                return False
+            on_submitted(result)
+        except Exception:  # a callback's own failure must not stop the submits queued after it
+            log.exception("handling a submit's answer failed")
+        return True
+
+    def _reschedule(self) -> None:
+        # Only a shortcut: the schedd schedules the jobs on its own in its next pass anyway.
+        try:
+            self._schedd.reschedule()
+        except UNANSWERED as error:
+            log.debug("asking the schedd to reschedule failed (its next pass schedules the jobs): %s", error)

@@ -10,7 +10,8 @@ or idle for longer than the idle timeout (annex: idle_timeout, --htcannex-idle-t
   behind busy slots that can run it waits. The collector is asked once per status poll (`new_poll`).
   A job for any slot also gets a first look a negotiation cycle after it was first seen idle: one no
   slot can run is said then (a warning, once per rule and request), not only at the idle timeout
-  (30 min by default).
+  (30 min by default). A job asking for what a job of this run has already started with (the same
+  site and request) gets none: a slot can run it, and a chain's links cost no schedd query.
 - With no event log (`without_event_log`): each job's state (idle, running or held) asked of the schedd
   instead, once per poll, and handled as above.
 
@@ -28,7 +29,7 @@ from snakemake_executor_plugin_htcannex import secrets
 
 from snakemake_executor_plugin_htcannex.track import recovery
 from snakemake_executor_plugin_htcannex.annex.manager import AnnexState
-from snakemake_executor_plugin_htcannex.submit.description import JobSpec, job_signature
+from snakemake_executor_plugin_htcannex.submit.description import JobSpec, job_signature, resource_request
 from snakemake_executor_plugin_htcannex.ops.diagnose import never_matches
 from snakemake_executor_plugin_htcannex.track.holds import memory_for_retry
 from snakemake_executor_plugin_htcannex.submit.job_spec import wildcards_of
@@ -77,6 +78,7 @@ class HeldAndIdle:
         self._memory_floor: dict[str, int] = {}
         self._warned_no_event_log = False
         self._warned_unmatchable: set[tuple] = set()  # (rule, report) said at a first look
+        self._started: set[tuple] = set()  # (site, request) of the jobs seen running: a slot can run them
         self._active: list[SubmittedJobInfo] = []  # the jobs of this status poll
         # Their ads, asked of the schedd once per poll where needed: the idle ones (looked at) and, with no
         # event log, every one's state. Jobs queued together come due together: one query, not one per job.
@@ -89,6 +91,10 @@ class HeldAndIdle:
         if self._collector is not None:
             self._collector.new_poll()
         self._active, self._idle_ads, self._queued_ads = active_jobs, None, None
+
+    def started(self, job_info: SubmittedJobInfo) -> None:
+        """The event log says the job has started (it may have ended since)."""
+        self._started.add(_what_it_asks(tracked(job_info)))
 
     def memory_floor(self, spec: JobSpec) -> Optional[int]:
         """The memory (MB) this job asks for at least, when an earlier attempt was held for memory."""
@@ -119,7 +125,8 @@ class HeldAndIdle:
         runtime, job, now = self._runtime, tracked(job_info), time.time()
         site = job.site
         first_look_s = runtime.connection.negotiation_interval_s
-        if not _on_annex(job) and job.due_a_first_look(first_look_s, runtime.idle_timeout_s, now):
+        if (not _on_annex(job) and _what_it_asks(job) not in self._started
+                and job.due_a_first_look(first_look_s, runtime.idle_timeout_s, now)):
             self._warn_if_unmatchable(job_info, first_look_s)
         if not job.due_a_look(runtime.idle_timeout_s, now):
             return True
@@ -287,6 +294,11 @@ class HeldAndIdle:
 
 # A queued job's JobStatus as the phase the executor acts on (without an event log).
 _PHASES = {JobStatus.IDLE: JobPhase.IDLE, JobStatus.RUNNING: JobPhase.RUNNING}
+
+
+def _what_it_asks(job) -> tuple:
+    """What a slot is judged by for this job: its site and its request (as placement sees it)."""
+    return job.site.name if job.site is not None else None, resource_request(job.spec)
 
 
 def _on_annex(job) -> bool:

@@ -20,12 +20,16 @@ TINY = {
     "scale": (["--scale-sweeps", "1x2"], "against local -n with the profile's default-resources"),
     "chunking": (["--chunking-variants", "20"], "s of CPU per extra chunk"),
     "chunking-e2e": (["--chunking-variants", "20"], "one extra chunk costs"),
+    # A chain's hops and the sweep over two annexes, on the embedded pool (DAGMan and the peer need a real pool).
+    "hop": (["--hop-chain", "2", "--hop-sweep", "2", "--hop-workloads", "chain", "sweep over 2 annexes"],
+            "| sweep over 2 annexes | htcannex |"),
 }
 
 
 # overhead takes about 40-75 s at its tiny size (two rule kinds, each run five times through
-# Snakemake), chunking-e2e about 20-45 s (two Snakemake runs of the chunked workflow on the pool).
-SLOW = {"overhead", "chunking-e2e"}
+# Snakemake), chunking-e2e about 20-45 s (two Snakemake runs of the chunked workflow on the pool), hop
+# about 20 s (two Snakemake runs on the pool).
+SLOW = {"overhead", "chunking-e2e", "hop"}
 
 
 @pytest.mark.parametrize("name, sizes", [

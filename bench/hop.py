@@ -1,0 +1,376 @@
+"""The hop from one job to the next, and what the access point pays for it: htcannex against DAGMan
+and the peer plugin on the same jobs, side by side in one run (`--only hop`).
+
+Workloads (each job sleeps --hop-seconds and writes when its command started and when it ended):
+- chain:               --hop-chain jobs, each reading the one before, on the plain slots;
+- chain over 2 annexes: the same, link i on annex i mod 2 (every hop goes to the other annex);
+- sweep:               --hop-sweep independent jobs, then one gathering them all, on the plain slots;
+- sweep over 2 annexes: the same, job i on annex i mod 2 (the gather on the plain slots).
+
+Variants:
+- htcannex: `snakemake --executor htcannex --profile profiles/local --htcannex-config <catalogue>`,
+  the catalogue rotating the annex workloads' rule round robin over the two annexes;
+- DAGMan (a real pool only): `condor_submit_dag` of a DAG the benchmark writes, one node per job
+  and the same edges, each node's submit description what htcannex submits for it (its file
+  transfer, requests and, on an annex, TargetAnnexName), DAGMan's own settings left at their
+  defaults;
+- peer <version> (a real pool, for each of --peer-venvs that holds snakemake and
+  snakemake-executor-plugin-htcondor): its `snakemake --executor htcondor` on the shared
+  filesystem (its default: no file transfer), with the requests, the annex (a `classad_`
+  resource) and `getenv` given through its resources, without which its jobs ask for 8 MB and
+  its in-job Snakemake finds no PATH.
+
+Numbers:
+- wall: the command's (DAGMan: from condor_submit_dag to its "EXITING WITH STATUS" line);
+- hop (chains): a job's command started - the previous job's command ended, median [max];
+- driver CPU: the snakemake process's user + system (and what it waited for); DAGMan's, its
+  job's RemoteUserCpu + RemoteSysCpu in the schedd's history;
+- schedd CPU: the condor_schedd process's own, and its reaped shadows' (DAGMan's taken out);
+  on the embedded pool its daemon's;
+- schedd commands: the SchedLog's D_COMMAND lines ("Calling HandleReq ... for command") written
+  during the run, by command (the pool's SCHEDD_DEBUG must hold D_COMMAND: refused otherwise).
+
+On a real pool (--htcondor-config) the plain slots are those without AnnexName and the annexes
+the first two AnnexNames; without it, the embedded pool with one plain 1-CPU slot and two
+1-CPU annexes, htcannex only (the tests' smoke run).
+"""
+import dataclasses
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import yaml
+
+from snakemake_executor_plugin_htcannex.sites.site import ANNEX_NAME_PREFIX
+
+from . import htcondor_pool
+from .common import PYTHON, SNAKEMAKE, BenchError, bench_env, header, load, run_timed
+
+PROFILE = Path(__file__).resolve().parent.parent / "profiles" / "local"
+STAMP = "date +%s.%N > {output}; sleep {seconds}; date +%s.%N >> {output}"
+GATHER = "cat {input} > {output}"
+RULE = "step"  # the rule the annex workloads rotate
+# What profiles/local's default-resources ask: the DAG's nodes and the peer's jobs ask the same.
+MEMORY_MB, DISK_MB = 512, 1024
+ANNEX_MEMORY_MB = 1024  # the smaller annex of the realpool; the embedded annexes have as much
+DAG_DONE = re.compile(r"EXITING WITH STATUS (\d+)")
+COMMAND = re.compile(r"Calling HandleReq <[^>]*> \(\d+\) for command \d+ \(([A-Z_0-9]+)\)")
+EMBEDDED_ANNEXES = ("htcannex-expanse", "htcannex-delta")
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    name: str
+    chain: bool  # else a sweep and its gather
+    on_annexes: bool
+
+
+WORKLOADS = (Workload("chain", True, False), Workload("chain over 2 annexes", True, True),
+             Workload("sweep", False, False), Workload("sweep over 2 annexes", False, True))
+
+
+@dataclasses.dataclass
+class Result:
+    wall_s: float
+    hops_s: list[float]
+    driver_cpu_s: float | None
+    schedd_cpu_s: float | None
+    shadows_cpu_s: float | None
+    commands: Counter | None
+
+
+def add_arguments(parser) -> None:
+    group = parser.add_argument_group("hop")
+    group.add_argument("--hop-chain", type=int, default=10, metavar="L", help="jobs in each chain (default 10)")
+    group.add_argument("--hop-sweep", type=int, default=60, metavar="N", help="jobs in each sweep (default 60)")
+    group.add_argument("--hop-seconds", type=float, default=1, metavar="S", help="each job's sleep (default 1)")
+    group.add_argument("--hop-workloads", nargs="+", choices=[w.name for w in WORKLOADS],
+                       default=[w.name for w in WORKLOADS], metavar="NAME",
+                       help="workloads to run (default: all): " + ", ".join(repr(w.name) for w in WORKLOADS))
+
+
+def run(args) -> None:
+    with tempfile.TemporaryDirectory(prefix="htcannex-bench-hop-") as scratch:
+        pool = RealPool(args, Path(scratch)) if args.htcondor_config else EmbeddedPool(args, Path(scratch) / "pool")
+        try:
+            header(f"hop: chains of {args.hop_chain} and sweeps of {args.hop_sweep} + gather, {args.hop_seconds:g}-s "
+                   f"jobs, on {pool.label}")
+            variants = {"htcannex": pool.htcannex, **pool.others(args.peer_venvs)}
+            table = []
+            for workload in (w for w in WORKLOADS if w.name in args.hop_workloads):
+                for name, variant in variants.items():
+                    for repeat in range(args.repeat):
+                        workdir = Path(tempfile.mkdtemp(prefix="w-", dir=scratch))
+                        workdir.chmod(0o777)  # HTCondor writes outputs and logs there as the job's owner
+                        result = variant(workload, _jobs(workload, args), workdir)
+                        result.hops_s = _hops(workdir) if workload.chain else []
+                        table.append((workload.name, name, result))
+                        print(f"   {workload.name:22} {name:12} {_row(result, args)}  ({load()})", flush=True)
+            _print_table(table, args)
+        finally:
+            pool.close()
+
+
+def _jobs(workload: Workload, args) -> list[dict]:
+    """The workload's jobs in order: output, inputs, annex index (None: the plain slots), command."""
+    count = args.hop_chain if workload.chain else args.hop_sweep
+    jobs = [{"output": f"steps/0/{i}.txt", "inputs": [f"steps/0/{i - 1}.txt"] if workload.chain and i else [],
+             "annex": i % 2 if workload.on_annexes else None} for i in range(count)]
+    if not workload.chain:
+        jobs.append({"output": "gathered.txt", "inputs": [job["output"] for job in jobs], "annex": None})
+    return jobs
+
+
+def snakefile(workload: Workload, args, peer_annexes: tuple[str, ...] = ()) -> str:
+    """The workload as a Snakefile; `peer_annexes`: the annex of each rotated job named through the peer's
+    `classad_` resource (htcannex places them through its catalogue)."""
+    stamp = STAMP.format(output="{output}", seconds=f"{args.hop_seconds:g}")
+    step_input = ('lambda w: [] if int(w.chunk) == 0 else [f"steps/{w.run}/{int(w.chunk) - 1}.txt"]'
+                  if workload.chain else "[]")
+    resources = (f"\n    resources: classad_TargetAnnexName=lambda w: {list(peer_annexes)!r}[int(w.chunk) % 2]"
+                 if peer_annexes and workload.on_annexes else "")
+    last = f'"steps/0/{args.hop_chain - 1}.txt"' if workload.chain else '"gathered.txt"'
+    text = (f"# bench/hop.py: {workload.name}\n\nrule all:\n    input: {last}\n\n"
+            f"rule {RULE}:\n    input: {step_input}\n    output: \"steps/{{run}}/{{chunk}}.txt\"{resources}\n"
+            f"    shell: {stamp!r}\n")
+    if not workload.chain:
+        text += (f"\nrule gather:\n    input: expand(\"steps/0/{{chunk}}.txt\", chunk=range({args.hop_sweep}))\n"
+                 f"    output: \"gathered.txt\"\n    shell: {GATHER!r}\n")
+    return text
+
+
+def _catalogue(pool: str, annexes: tuple[str, ...], rotated: bool) -> dict:
+    sites = [annex.removeprefix(ANNEX_NAME_PREFIX) for annex in annexes]
+    return {"pool": pool,
+            "rotation": {RULE: {"policy": "round-robin", "sites": sites}} if rotated else {},
+            "annex": {"mode": "off"},
+            "sites": {site: {"kind": "annex", "facts": "catalogue", "cpus": 1, "memory": f"{ANNEX_MEMORY_MB}MB", "gpus": 0,
+                             "max_lifetime": "24h", "lifetime": "24h"} for site in sites}}
+
+
+def _htcannex(workload: Workload, args, workdir: Path, pool: str, annexes, extra=()):
+    (workdir / "Snakefile").write_text(snakefile(workload, args))
+    (workdir / "htcannex.yaml").write_text(yaml.safe_dump(_catalogue(pool, annexes, workload.on_annexes)))
+    return run_timed([SNAKEMAKE, "--executor", "htcannex", "--profile", str(PROFILE), "--htcannex-config",
+                      str(workdir / "htcannex.yaml"), *extra], workdir, bench_env(), umask=0)
+
+
+class EmbeddedPool:
+    """The embedded pool: one plain 1-CPU slot and two 1-CPU annexes."""
+
+    label = "the embedded pool (one plain 1-CPU slot, two 1-CPU annexes)"
+
+    def __init__(self, args, spool: Path):
+        from htcannex_pool import Pool  # only this pool needs it
+
+        self.args = args
+        self.pool = Pool(spool, slots=[{"cpus": 1, "memory_mb": 2048}])
+        self.pool.ensure_running()
+        for annex in EMBEDDED_ANNEXES:
+            self.pool.create_annex(annex, owner=psutil.Process().username(), cpus=1, memory_mb=ANNEX_MEMORY_MB, lifetime_s=86400)
+        self.daemon = psutil.Process(self.pool.status()["pid"])
+
+    def others(self, _peer_venvs) -> dict:
+        return {}  # DAGMan and the peer need a real pool
+
+    def htcannex(self, workload: Workload, jobs, workdir: Path) -> Result:
+        before = self.daemon.cpu_times()
+        timed = _htcannex(workload, self.args, workdir, "local", EMBEDDED_ANNEXES,
+                          ["--htcannex-pool-dir", str(self.pool.spool_dir)])
+        after = self.daemon.cpu_times()
+        return Result(timed.wall_s, [], timed.cpu_s, after.user + after.system - before.user - before.system,
+                      None, None)
+
+    def close(self) -> None:
+        self.pool.stop()
+
+
+class RealPool:
+    """A running HTCondor pool (--htcondor-config): its plain slots, two annexes, its schedd and SchedLog."""
+
+    def __init__(self, args, scratch: Path):
+        import htcondor2  # connect() has pointed the bindings at the pool
+
+        self.args = args
+        self.pool = htcondor_pool.connect(args.htcondor_config, scratch)  # refuses a pool it cannot use
+        slots = htcondor2.Collector().query(htcondor2.AdTypes.Startd, "AnnexName isnt undefined", ["AnnexName"])
+        self.annexes = tuple(sorted({slot["AnnexName"] for slot in slots}))[:2]
+        config = args.htcondor_config
+        if len(self.annexes) < 2:
+            raise htcondor_pool.NoPool(config, f"its slots have {len(self.annexes)} AnnexName(s); the annex workloads "
+                                       "need two", "start a pool with two annexes (the realpool's condor_config)")
+        if "D_COMMAND" not in htcondor2.param.get("SCHEDD_DEBUG", ""):
+            raise htcondor_pool.NoPool(config, "its SCHEDD_DEBUG lacks D_COMMAND, so the SchedLog does not say which "
+                                       "commands the schedd served", "add `SCHEDD_DEBUG = $(SCHEDD_DEBUG) D_COMMAND` to "
+                                       "its condor_config and `condor_reconfig -daemon schedd`")
+        self.schedd_log = Path(htcondor2.param["SCHEDD_LOG"])
+        self.bin = Path(htcondor2.param["BIN"])
+        self.htcondor2 = htcondor2
+        self.label = (f"the HTCondor pool of {config} ({htcondor2.param.get('CONDOR_VERSION', '')}, NEGOTIATOR_INTERVAL "
+                      f"{htcondor2.param.get('NEGOTIATOR_INTERVAL', 60)} s, annexes {', '.join(self.annexes)})")
+
+    def others(self, peer_venvs) -> dict:
+        variants = {"DAGMan": self.dagman}
+        for venv in peer_venvs:
+            version = _peer_version(venv)
+            if version is None:
+                print(f"   peer plugin not measured: no snakemake with snakemake-executor-plugin-htcondor in {venv}")
+            else:
+                variants[f"peer {version}"] = lambda workload, jobs, workdir, venv=venv: self.peer(venv, workload, workdir)
+        return variants
+
+    def htcannex(self, workload: Workload, jobs, workdir: Path) -> Result:
+        def go():
+            timed = _htcannex(workload, self.args, workdir, "default", self.annexes)
+            return timed.wall_s, timed.cpu_s
+        return self._measured(go)
+
+    def peer(self, venv: Path, workload: Workload, workdir: Path) -> Result:
+        (workdir / "Snakefile").write_text(snakefile(workload, self.args, self.annexes))
+        env = {**bench_env(), "PATH": f"{venv / 'bin'}:{bench_env()['PATH']}"}
+
+        def go():
+            # As the local profile runs htcannex: every ready job queued, status checked every second.
+            timed = run_timed([str(venv / "bin" / "snakemake"), "--executor", "htcondor", "--jobs", "unlimited",
+                               "--seconds-between-status-checks", "1", "--scheduler", "greedy", "--latency-wait", "5",
+                               "--default-resources", f"request_memory={MEMORY_MB}", f"request_disk='{DISK_MB}MB'",
+                               "getenv='True'"], workdir, env, umask=0)
+            return timed.wall_s, timed.cpu_s
+        return self._measured(go)
+
+    def dagman(self, workload: Workload, jobs, workdir: Path) -> Result:
+        dag = self._write_dag(workload, jobs, workdir)
+        cluster = []
+
+        def go():
+            started = time.perf_counter()
+            submitted = subprocess.run([str(self.bin / "condor_submit_dag"), "-force", str(dag)], cwd=workdir,
+                                       capture_output=True, text=True)
+            if submitted.returncode != 0:
+                raise BenchError(f"condor_submit_dag {dag} exited {submitted.returncode}: {submitted.stdout}"
+                                 f"{submitted.stderr}")
+            cluster.append(int(re.search(r"submitted to cluster (\d+)", submitted.stdout)[1]))
+            out = Path(f"{dag}.dagman.out")
+            while not (done := DAG_DONE.search(out.read_text() if out.exists() else "")):
+                time.sleep(0.1)
+            if done[1] != "0":
+                raise BenchError(f"DAGMan exited {done[1]}: {out}")
+            return time.perf_counter() - started, None
+        result = self._measured(go)
+        [ad] = self._history(cluster[0])
+        result.driver_cpu_s = ad.get("RemoteUserCpu", 0) + ad.get("RemoteSysCpu", 0)
+        result.shadows_cpu_s -= result.driver_cpu_s  # the schedd reaped DAGMan too
+        return result
+
+    def _write_dag(self, workload: Workload, jobs, workdir: Path) -> Path:
+        """One node per job, its submit description what htcannex submits for it (build_submit), less the log
+        (DAGMan gives its nodes its own) and keep_claim_idle (DAGMan sets it, DAGMAN_HOLD_CLAIM_TIME)."""
+        from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
+        from snakemake_executor_plugin_htcannex.submit.description import JobSpec, SubmitOptions, build_submit
+
+        catalogue_path = workdir / "htcannex.yaml"
+        catalogue_path.write_text(yaml.safe_dump(_catalogue("default", self.annexes, False)))
+        sites = load_catalogue(catalogue_path).sites
+        options = SubmitOptions(workdir, workdir / "unused.log")
+        options.logs_dir.mkdir(parents=True, mode=0o777)
+        options.logs_dir.chmod(0o777)
+        lines = []
+        for number, job in enumerate(jobs):
+            command = (GATHER.format(input=" ".join(job["inputs"]), output=job["output"]) if job["output"] == "gathered.txt"
+                       else STAMP.format(output=job["output"], seconds=f"{self.args.hop_seconds:g}"))
+            spec = JobSpec(RULE, number, ["/bin/sh", "-c", command], inputs=job["inputs"], outputs=[job["output"]],
+                           resources={"mem_mb": MEMORY_MB, "disk_mb": DISK_MB}, ships_workflow_sources=False,
+                           needs_output_directories=True)
+            site = None if job["annex"] is None else sites[self.annexes[job["annex"]].removeprefix(ANNEX_NAME_PREFIX)]
+            description = dict(build_submit(spec, site, options).items())
+            for command_name in ("log", "keep_claim_idle"):
+                description.pop(command_name)
+            (workdir / f"node{number}.sub").write_text(
+                "".join(f"{key} = {value}\n" for key, value in description.items()) + "queue\n")
+            lines.append(f"JOB node{number} node{number}.sub")
+        for number, job in enumerate(jobs):
+            for parent in (index for index, other in enumerate(jobs) if other["output"] in job["inputs"]):
+                lines.append(f"PARENT node{parent} CHILD node{number}")
+        dag = workdir / "hop.dag"
+        dag.write_text("\n".join(lines) + "\n")
+        return dag
+
+    def _history(self, cluster: int):
+        deadline = time.monotonic() + 60
+        while not (ads := list(self.htcondor2.Schedd().history(f"ClusterId == {cluster}",
+                                                                ["RemoteUserCpu", "RemoteSysCpu"], 1))):
+            if time.monotonic() > deadline:
+                raise BenchError(f"DAGMan's job {cluster} is not in the schedd's history a minute after it ended")
+            time.sleep(0.5)
+        return ads
+
+    def _measured(self, go) -> Result:
+        """Run `go` (-> wall, driver CPU) and what the schedd did meanwhile, once its shadows have exited."""
+        schedd = next(process for process in self.pool.processes() if process.name() == "condor_schedd")
+        offset = self.schedd_log.stat().st_size
+        before = schedd.cpu_times()
+        wall, driver = go()
+        self.pool.settle("condor_dagman")
+        after = schedd.cpu_times()
+        return Result(wall, [], driver, after.user + after.system - before.user - before.system,
+                      after.children_user + after.children_system - before.children_user - before.children_system,
+                      self._commands_since(offset))
+
+    def _commands_since(self, offset: int) -> Counter:
+        with open(self.schedd_log, errors="replace") as log:
+            if log.seek(0, 2) < offset:
+                raise BenchError(f"{self.schedd_log} was rotated during the run: its commands cannot be counted "
+                                 "(raise MAX_SCHEDD_LOG)")
+            log.seek(offset)
+            return Counter(match[1] for match in COMMAND.finditer(log.read()))
+
+    def close(self) -> None:
+        pass
+
+
+def _peer_version(venv: Path) -> str | None:
+    found = sorted(venv.glob("lib/python*/site-packages/snakemake_executor_plugin_htcondor-*.dist-info"))
+    if not found or not (venv / "bin" / "snakemake").exists():
+        return None
+    return found[-1].name.removeprefix("snakemake_executor_plugin_htcondor-").removesuffix(".dist-info")
+
+
+def _hops(workdir: Path) -> list[float]:
+    """Each chain link's command start minus the previous one's end (the jobs' own clocks)."""
+    stamps = sorted(tuple(map(float, path.read_text().split())) for path in (workdir / "steps" / "0").iterdir())
+    return [later[0] - earlier[1] for earlier, later in zip(stamps, stamps[1:])]
+
+
+def _row(result: Result, args) -> str:
+    hop = (f"hop median {statistics.median(result.hops_s):5.2f} s max {max(result.hops_s):5.2f} s"
+           if result.hops_s else "")
+    driver = "n/a" if result.driver_cpu_s is None else f"{result.driver_cpu_s:.2f} s"
+    schedd = "" if result.schedd_cpu_s is None else f"schedd CPU {result.schedd_cpu_s:.2f} s"
+    return f"wall {result.wall_s:6.1f} s  {hop}  driver CPU {driver}  {schedd}"
+
+
+def _print_table(table, args) -> None:
+    """One line per workload and variant (the median repeat by wall time) and, on a real pool, the schedd's
+    commands of that run per job."""
+    print("\n   | workload | variant | wall | median hop [max] | driver CPU | schedd CPU (own, shadows) | "
+          "schedd commands per job |")
+    print("   |---|---|---|---|---|---|---|")
+    runs: dict = {}
+    for workload, variant, result in table:
+        runs.setdefault((workload, variant), []).append(result)
+    for (workload, variant), results in runs.items():
+        result = sorted(results, key=lambda r: r.wall_s)[len(results) // 2]
+        jobs = args.hop_chain if workload.startswith("chain") else args.hop_sweep + 1
+        hop = (f"{statistics.median(result.hops_s):.2f} [{max(result.hops_s):.2f}] s" if result.hops_s else "")
+        driver = "" if result.driver_cpu_s is None else f"{result.driver_cpu_s:.2f} s"
+        schedd = ("" if result.schedd_cpu_s is None else f"{result.schedd_cpu_s:.2f} s"
+                  + ("" if result.shadows_cpu_s is None else f", {result.shadows_cpu_s:.2f} s"))
+        commands = ("" if result.commands is None else ", ".join(
+            f"{name} {count / jobs:.2g}" for name, count in result.commands.most_common()))
+        print(f"   | {workload} | {variant} | {result.wall_s:.1f} s | {hop} | {driver} | {schedd} | {commands} |")
