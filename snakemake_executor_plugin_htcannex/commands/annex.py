@@ -13,15 +13,20 @@ from snakemake_executor_plugin_htcannex.sites.catalogue import HtcannexConfigErr
 from snakemake_executor_plugin_htcannex.commands._common import UsageError, add_pool_location_options, add_profile_options, add_verbs, catalogue_path
 
 
-def needed_jobs(snakefile: Path, workdir: Path, config: dict | None = None) -> list[tuple[str, dict, dict, int]]:
+def needed_jobs(snakefile: Path, workdir: Path, config: dict | None = None,
+                default_resources: dict | None = None) -> list[tuple[str, dict, dict, int]]:
     """(rule, wildcards, resources, threads) of every job a run would execute now (with `config`
-    as from --config)."""
+    as from --config, and a profile's `default_resources`)."""
     from snakemake.api import SnakemakeApi
+    from snakemake.resources import Resources
     from snakemake.settings.types import ConfigSettings, OutputSettings, Quietness, ResourceSettings
 
+    defaults = (Resources.parser_factory(defaults="full", allow_expressions=True)(
+        [f"{name}={value}" for name, value in default_resources.items()]) if default_resources else None)
     with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
         workflow_api = api.workflow(
-            resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(config=config or {}),
+            resource_settings=ResourceSettings(cores=1, default_resources=defaults),
+            config_settings=ConfigSettings(config=config or {}),
             snakefile=snakefile, workdir=workdir
         )
         workflow_api.dag()

@@ -108,7 +108,8 @@ def render_tables(rotation: Rotation, planned: list[PlannedJob]) -> str:
 
 def _notes(jobs: list[PlannedJob]) -> list[str]:
     """Each skip and each impossible job with its reason, jobs with the same reason on one line, in
-    run and chunk order (Snakemake lists jobs in a different order from one run to the next)."""
+    run and chunk order (Snakemake lists jobs in a different order from one run to the next), or
+    "all N jobs" where every job of the rule has it."""
     by_reason: dict[tuple[str, str], list[str]] = {}
     for job in sorted(jobs, key=lambda job: (run_order_key(job.run), job.chunk)):
         where = f"{job.run}/{job.chunk}"
@@ -120,7 +121,9 @@ def _notes(jobs: list[PlannedJob]) -> list[str]:
                 by_reason.setdefault((SKIPPED_MARK, f"{skip.site} skipped: {skip.reason}"), []).append(where)
         if job.decision.impossible:
             by_reason.setdefault((IMPOSSIBLE_MARK, f"cannot run: {job.decision.impossible}"), []).append(where)
-    return [f"  {mark} run/chunk {', '.join(where)}: {reason}" for (mark, reason), where in by_reason.items()]
+    every = len(jobs)
+    return [f"  {mark} {f'all {every} jobs' if len(where) == every > 1 else 'run/chunk ' + ', '.join(where)}: {reason}"
+            for (mark, reason), where in by_reason.items()]
 
 
 def render_budget(catalogue: Catalogue, planned: list[PlannedJob], spent: float) -> str:

@@ -197,6 +197,7 @@ class _Loader:
             gpu_type=entry.get("gpu_type"),
             gpu_memory_mb=self.size(f"{key}.gpu_memory", entry["gpu_memory"]) if "gpu_memory" in entry else None,
             gpu_capability=entry.get("gpu_capability"),
+            disk_mb=self.size(f"{key}.disk", entry["disk"]) if "disk" in entry else None,
             requirements=entry.get("requirements"),
             submit_commands=self.submit_commands(f"{key}.submit", entry.get("submit", {})),
         )

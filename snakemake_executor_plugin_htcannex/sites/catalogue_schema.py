@@ -34,6 +34,7 @@ SITE_SCHEMA = {
         "gpu_type": {"type": "string", "minLength": 1},
         "gpu_memory": QUANTITY,
         "gpu_capability": {"type": "number", "minimum": 0},
+        "disk": QUANTITY,
         "max_lifetime": QUANTITY,
         "lifetime": QUANTITY,
         "max_runtime": QUANTITY,

@@ -74,7 +74,8 @@ def place(rotation: Rotation, sites: Mapping[str, Site], rule: str, wildcards: M
 
 
 def impossible(rule: str, refusals: list[Skip]) -> str:
-    """Why no site of a rule's rotation can run a job: each site's refusal, with its fix."""
-    reasons = "".join(f"\n  - {skip.reason}" for skip in refusals)
+    """Why no site of a rule's rotation can run a job: each site's refusal, with its fix, by site
+    name (the same words for every job the same sites refuse alike, whatever its rotation order)."""
+    reasons = "".join(f"\n  - {skip.reason}" for skip in sorted(refusals, key=lambda skip: skip.site))
     return (f"no site of rule {rule}'s rotation can run this job, so no annex is requested for it and it is "
             f"not submitted:{reasons}\nFix the rule's resources or the sites (htcannex.yaml) as one of these says")

@@ -80,6 +80,7 @@ class Site:
     gpu_type: str | None = None
     gpu_memory_mb: int | None = None
     gpu_capability: float | None = None
+    disk_mb: int | None = None  # a chunk's share of node-local disk (MLDAG's {resource.disk})
     memory_request: str = "pass"
     requirements: str | None = None
     submit_commands: Mapping[str, object] = field(default_factory=dict)  # escape hatch, jobs here
@@ -195,6 +196,9 @@ class Site:
             return refuse(f"its runtime {format_duration_s(request.runtime_s)} is longer than {what} at {self.name} "
                           f"({format_duration_s(limit_s)})",
                           f"split the chunk (fewer epochs per job, more chunks) {raise_limit}".strip())
+        if request.disk_mb is not None and self.disk_mb is not None and request.disk_mb > self.disk_mb:
+            return refuse(f"it asks for {format_size_mib(request.disk_mb)} of disk and a job at {where} has "
+                          f"{format_size_mib(self.disk_mb)}", f"set disk_mb to {self.disk_mb} or less")
         if request.memory_mb is None:
             return Admission(request)
         if self.memory_request == "refuse":

@@ -153,7 +153,7 @@ def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> ht
     commands.update(_files(spec, options, check))
     environment = {**options.environment, **spec.environment}
     if template is not None:
-        environment |= submit_template.environment(template)[0]
+        environment |= submit_template.environment(template, site)[0]
     if environment:
         commands["environment"] = _environment(environment, check)
     commands.update(_identity(spec, site, options, check))

@@ -2,20 +2,23 @@
 
 An MLDAG experiment (docs/mldag.md) gives a whole submit description with `$(var)` macros,
 `{resource.*}` placeholders for the site a chunk lands on, and `if defined ... endif` blocks.
-For each chunk htcannex fills the placeholders from the site's catalogue entry (and an MLDAG
-resources.yaml laid over it), puts the chunk's VARS before the template as DAGMan does, and lets
-`htcondor2.Submit` parse the result (it evaluates `if defined`; `$(var)` is expanded at submit).
+For each chunk htcannex fills the placeholders for the site the chunk lands on (`resource_values`:
+the site's catalogue entry, an MLDAG resources.yaml laid over it, and the job's own Snakemake
+resources, the profile's default-resources among them, for a name neither gives), puts the chunk's
+VARS before the template as DAGMan does, and lets `htcondor2.Submit` parse the result (it evaluates
+`if defined`; `$(var)` is expanded at submit). A `$(var)` nothing defines is refused (`undefined_macros`).
 The template's commands then win over htcannex's own, except what htcannex must own (`OWNED`:
 the event log, the job's stdout/stderr, its command and initial directory; a `+Attr` naming a job
 attribute htcannex or HTCondor owns is refused, as from the escape hatch: submit_values.owned_attribute);
 `requirements` are ANDed with htcannex's, transfer lists joined, request_* checked against the
 site before anything is submitted, and secret-named variables in `environment` withheld.
 """
+import difflib
 import json
 import re
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import htcondor2
@@ -29,6 +32,25 @@ from snakemake_executor_plugin_htcannex.units import UnitError, parse_size_mib
 
 RESOURCE = "htcannex_template"  # the rule resource that carries a chunk's template (JSON, see encode)
 PLACEHOLDER = re.compile(r"\{resource\.([A-Za-z_][A-Za-z0-9_]*)\}")
+# $(ResourceName) in the chunk's command: the command is written before the chunk is placed, so it
+# reads the site from the job's environment, where the executor puts it (`environment`); MLDAG's
+# value where no site is chosen is "default".
+SITE_VARIABLE = "HTCANNEX_SITE"
+SITE_IN_COMMAND = '"${%s:-default}"' % SITE_VARIABLE
+SITE_TO_BE_PLACED = "@@HTCANNEX_SITE@@"  # $(ResourceName) in a command written before placement
+# A $(name) reference; $(name:default) has its own default, $ENV(...) and $F(...) are functions.
+MACRO_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.]*)\)")
+# What condor_submit defines without the submit file (submit_utils.cpp, SubmitMacroDefaults; Item
+# for a queue loop), and DOLLAR, which `parse` writes for a `$` in a VAR's value.
+HTCONDOR_MACROS = ("ARCH", "Cluster", "ClusterId", "Day", "IsLinux", "IsWindows", "ItemIndex", "JobId", "JobListId",
+                   "Month", "Node", "OPSYS", "OPSYSANDVER", "OPSYSMAJORVER", "OPSYSVER", "Process", "ProcId",
+                   "Request_CPUs", "Request_Memory", "Row", "SPOOL", "Step", "SUBMIT_FILE", "SUBMIT_TIME",
+                   "VM_MEMORY", "VM_VCPUS", "Year", "Item", "DOLLAR")
+# {resource.*} a chunk's own Snakemake resources give where neither the catalogue nor resources.yaml
+# does (the profile's default-resources among them): MLDAG's name -> (Snakemake's, how to write it).
+# disk is written with its unit: request_disk's bare number is KiB (HTCondor's manual).
+DEFAULT_RESOURCES = {"disk": ("disk_mb", "{}MB"), "mem_mb": ("mem_mb", "{}"), "gpus": ("gpu", "{}"),
+                     "gpu_memory": ("gpu_memory", "{}")}
 OWNED = {
     "log": "htcannex's one event log",
     "output": "htcannex (it reports a failed job's stderr from its own file)",
@@ -59,6 +81,8 @@ class ChunkTemplate:
     # The Experiment.yaml the text is from: the resource names it instead of carrying the text,
     # which Snakemake prints with the job (an `environment` in it may hold a secret).
     file: str | None = None
+    # {resource.*} for names no site gives, from the job's Snakemake resources (`of`).
+    defaults: Mapping[str, object] = field(default_factory=dict)
 
     def encode(self) -> str:
         source = {"file": self.file} if self.file else {"template": self.text}
@@ -72,12 +96,26 @@ class ChunkTemplate:
         return cls(data["template"], data["vars"], data["resources"], data.get("file"))
 
 
-def resource_values(site: Site, resources: Mapping[str, Mapping]) -> dict:
-    """{resource.*} of `site`: its catalogue entry under MLDAG's names, then resources.yaml's entry."""
+def catalogue_values(site: Site) -> dict:
+    """{resource.*} of `site` from its catalogue entry, under MLDAG's names."""
     values = {"name": site.name, "cpus": site.cpus, "mem_mb": site.memory_mb, "gpus": site.gpus,
-              "gpu_memory": site.gpu_memory_mb, "gpu_type": site.gpu_type, "gpu_capability": site.gpu_capability,
+              # A CPU-only site has no GPU memory: 0, as its gpus.
+              "gpu_memory": site.gpu_memory_mb if site.gpus else 0, "gpu_type": site.gpu_type, "gpu_capability": site.gpu_capability,
+              "disk": f"{site.disk_mb}MB" if site.disk_mb is not None else None,
               "queue": site.queue, "lifetime": site.lifetime_s, "allocation": site.project, "login_name": site.login}
-    return {name: value for name, value in values.items() if value is not None} | dict(resources.get(site.name, {}))
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def resource_values(site: Site, resources: Mapping[str, Mapping], defaults: Mapping[str, object] = {}) -> dict:
+    """{resource.*} of `site`: the job's own resources (`defaults`) for what nothing else gives, its
+    catalogue entry over them, and resources.yaml's entry for the site over both."""
+    return dict(defaults) | catalogue_values(site) | dict(resources.get(site.name, {}))
+
+
+def default_values(resources: Mapping[str, object]) -> dict:
+    """{resource.*} from a job's Snakemake resources (DEFAULT_RESOURCES)."""
+    return {name: form.format(resources[key]) for name, (key, form) in DEFAULT_RESOURCES.items()
+            if resources.get(key) not in (None, 0) and not str(resources[key]).startswith("<TBD")}
 
 
 def parse(chunk: ChunkTemplate, site: Site | None, source: str = "submit_template") -> htcondor2.Submit:
@@ -85,13 +123,12 @@ def parse(chunk: ChunkTemplate, site: Site | None, source: str = "submit_templat
     VARS defined first (with ResourceName), parsed by htcondor2.Submit."""
     text = chunk.text
     if site is not None:
-        values = resource_values(site, chunk.resources)
+        values = resource_values(site, chunk.resources, chunk.defaults)
 
         def fill(match):
             if match[1] not in values:
                 raise TemplateError(f"{source}: {match[0]} is not known for site {site.name}; it has "
-                                    f"{', '.join('{resource.' + n + '}' for n in values)} (catalogue entry "
-                                    "sites." + site.name + ", or give it in --resources resources.yaml)")
+                                    f"{', '.join('{resource.' + n + '}' for n in values)}. {missing_fix(match[1])}")
             return str(values[match[1]])
 
         text = PLACEHOLDER.sub(fill, text)
@@ -108,6 +145,43 @@ def parse(chunk: ChunkTemplate, site: Site | None, source: str = "submit_templat
         raise TemplateError(f"{source}: HTCondor cannot parse it: {error}") from None
 
 
+def missing_fix(name: str) -> str:
+    """Where a {resource.NAME} no site knows can come from, in the order they are looked up."""
+    default = next((f" or default-resources {key} in the profile" for mldag, (key, _) in DEFAULT_RESOURCES.items()
+                    if mldag == name), "")
+    return (f"Give it as `{name}:` in the sites' catalogue entries (htcannex.yaml), in --resources "
+            f"resources.yaml (`SITE: {{{name}: ...}}`){default}")
+
+
+def unknown_everywhere(text: str, sites: list[Site], resources: Mapping[str, Mapping],
+                       defaults: Mapping[str, object], source: str = "submit_template") -> None:
+    """Refuse a {resource.*} that no site of the chunks' rotation has a value for, once, instead of
+    one refusal per site and chunk."""
+    for name in dict.fromkeys(PLACEHOLDER.findall(text)):
+        if sites and all(name not in resource_values(site, resources, defaults) for site in sites):
+            raise TemplateError(f"{source}: {{resource.{name}}} is known at no site the chunks can go to "
+                                f"({', '.join(site.name for site in sites)}). {missing_fix(name)}")
+
+
+def undefined_macros(text: str, defined: Mapping[str, object], source: str = "submit_template") -> None:
+    """Refuse a `$(name)` in the template that nothing defines: not a var or VAR of the chunk
+    (`defined`), not a command of the template itself, not a macro condor_submit defines. HTCondor
+    would expand it to nothing, and the job would run with an empty argument."""
+    commands = {line.split("=", 1)[0].strip().removeprefix("+").casefold() for line in text.splitlines()
+                if "=" in line and NAME.fullmatch(line.split("=", 1)[0].strip().removeprefix("+").replace(".", "_"))}
+    known = {name.casefold(): name for name in (*defined, "ResourceName", *HTCONDOR_MACROS)}
+    for number, line in enumerate(text.splitlines(), start=1):
+        for name in MACRO_REFERENCE.findall(line):
+            if name.casefold() in known or name.casefold() in commands:
+                continue
+            near = difflib.get_close_matches(name, [*defined, "ResourceName"], n=1)
+            raise TemplateError(
+                f"{source}: submit_template line {number} ({line.strip()}): $({name}) is defined nowhere: not a "
+                f"var ({', '.join(defined) or 'none'}), not one of MLDAG's VARS, not a command of the template, "
+                "not a macro HTCondor defines; HTCondor would make it empty. "
+                + (f"Did you mean $({near[0]})? " if near else "") + f"Add {name} to vars, or fix the name")
+
+
 def command(submit: htcondor2.Submit, source: str = "submit_template") -> list[str]:
     """The template's executable and arguments, macros expanded, as an argv.
 
@@ -120,6 +194,13 @@ def command(submit: htcondor2.Submit, source: str = "submit_template") -> list[s
     else:
         argv = arguments.split()
     return [submit.expand("executable"), *argv]
+
+
+def shell_command(argv: list[str]) -> str:
+    """`argv` as one shell command line, each word quoted, $(ResourceName) (SITE_TO_BE_PLACED)
+    read from the job's environment where the chunk runs (SITE_IN_COMMAND)."""
+    return " ".join(SITE_IN_COMMAND.join(shlex.quote(part) for part in word.split(SITE_TO_BE_PLACED))
+                    if SITE_TO_BE_PLACED in word else shlex.quote(word) for word in argv)
 
 
 def requested(submit: htcondor2.Submit, request: ResourceRequest, site: Site | None, rule: str) -> ResourceRequest:
@@ -162,15 +243,18 @@ def admission(chunk: ChunkTemplate, request: ResourceRequest, rule: str) -> Call
     return at
 
 
-def environment(submit: htcondor2.Submit) -> tuple[dict, list[str]]:
-    """The template's environment (HTCondor's new syntax) without secret-named variables, and
-    the names withheld (secrets.withheld_warning says how to pass a token file instead)."""
+def environment(submit: htcondor2.Submit, site: Site | None = None) -> tuple[dict, list[str]]:
+    """The template's environment (HTCondor's new syntax, macros expanded) without secret-named
+    variables, and the names withheld (secrets.withheld_warning says how to pass a token file
+    instead); with the chunk's site as SITE_VARIABLE, which its command reads for $(ResourceName)."""
+    site_variable = {SITE_VARIABLE: site.name} if site is not None else {}
     if "environment" not in submit:
-        return {}, []
-    text = submit["environment"].strip()
+        return site_variable, []
+    text = submit.expand("environment").strip()
     if text.startswith('"') and text.endswith('"'):
         text = text[1:-1].replace('""', '"')
-    return secrets.withhold(dict(item.split("=", 1) for item in shlex.split(text) if "=" in item))
+    kept, withheld = secrets.withhold(dict(item.split("=", 1) for item in shlex.split(text) if "=" in item))
+    return kept | site_variable, withheld
 
 
 def merge(submit: htcondor2.Submit, commands: dict, sandbox_workdir: str | None = None) -> dict:
@@ -209,6 +293,7 @@ def in_sandbox_workdir(files: str, sandbox_workdir: str | None) -> str:
 
 
 def of(resources: Mapping) -> ChunkTemplate | None:
-    """The chunk's template, if the rule gave one (resource htcannex_template)."""
+    """The chunk's template, if the rule gave one (resource htcannex_template), with the job's
+    other resources as its {resource.*} defaults."""
     text = resources.get(RESOURCE)
-    return ChunkTemplate.decode(text) if text else None
+    return replace(ChunkTemplate.decode(text), defaults=default_values(resources)) if text else None

@@ -96,20 +96,28 @@ def test_a_site_the_template_cannot_run_at_is_skipped_in_the_plan(experiment_dir
     assert "\ndelta " not in budget and "core_hour_budget 10" in budget
 
 
-@pytest.mark.parametrize("edit, words", [
-    (gpu_template, "submit_template command request_gpus = 1 contradicts site expanse"),
-    (lambda e: e.update(submit_template=e["submit_template"].replace("{resource.mem_mb}", "{resource.memory}")),
-     "{resource.memory} is not known for site expanse"),
-])
-def test_a_chunk_no_site_can_run_is_marked_impossible(experiment_dir, edit, words):
-    result = plan(edited(experiment_dir, edit))
-    assert result.returncode == 0, result.stderr
+def test_a_chunk_no_site_can_run_is_marked_impossible_once_and_plan_fails(experiment_dir):
+    result = plan(edited(experiment_dir, gpu_template))
+    assert result.returncode == 1 and "9 of 9 chunks cannot run" in result.stderr, result.stderr
     assert [row[2] for row in chunk_rows(result)] == ["!"] * 9
-    impossible = [line for line in result.stdout.splitlines() if line.startswith("  ! run/chunk")]
-    # One line per reason (each rotation order lists the sites' refusals in its own order): all 9 chunks.
-    assert sum(len(line.split(": ")[0].split(", ")) for line in impossible) == 9
-    assert all("cannot run: no site of rule train_chunk's rotation" in line for line in impossible)
-    assert words in result.stdout and "htcannex budget" in result.stdout
+    # One reason for all 9 chunks, each site's refusal once: a few lines, not one block per chunk.
+    notes = result.stdout.split("htcannex plan")[1].split("htcannex budget")[0]
+    impossible = [line for line in notes.splitlines() if line.startswith("  !")]
+    assert impossible == ["  ! all 9 jobs: cannot run: no site of rule train_chunk's rotation can run this job, "
+                          "so no annex is requested for it and it is not submitted:"]
+    assert notes.count("submit_template command request_gpus = 1 contradicts site") == 6
+    assert "submit_template command request_gpus = 1 contradicts site expanse" in notes
+
+
+def test_run_refuses_before_submitting_when_no_chunk_can_run(experiment_dir, embedded_pool):
+    edited(experiment_dir, gpu_template)
+    result = run([str(BIN / "htcannex"), "experiment", "run", "Experiment.yaml", "--profile", str(PROFILE)],
+                 experiment_dir, pool_env(embedded_pool))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "none of the 9 chunks can run" in result.stderr and "nothing was submitted" in result.stderr
+    schedd = embedded_pool.schedd()
+    assert not schedd.query("true", ["ClusterId"]) and not list(schedd.history("true", ["ClusterId"]))
+    assert not (experiment_dir / "results").exists()
 
 
 @pytest.mark.parametrize("edit, words", [
@@ -121,6 +129,23 @@ def test_a_chunk_no_site_can_run_is_marked_impossible(experiment_dir, edit, word
     (lambda e: e["vars"].update(alpha={"type": "range", "start": 0.1, "stop": 1}), "is not a whole number"),
     (lambda e: e["vars"].update(epochs_per_job={"type": "value", "value": 2}), "not a multiple of vars.epochs_per_job"),
     (lambda e: e.pop("submit_template"), "no submit_template"),
+    # A {resource.*} no site has, from no source: one line naming the three places it can come from.
+    (lambda e: e.update(submit_template=e["submit_template"].replace("{resource.mem_mb}", "{resource.memory}")),
+     "{resource.memory} is known at no site the chunks can go to (expanse, bridges2, anvil, delta, jetstream2, aws). "
+     "Give it as `memory:` in the sites' catalogue entries (htcannex.yaml), in --resources resources.yaml"),
+    # A $(var) nothing defines, with its line, and the nearest name.
+    (lambda e: e.update(submit_template=e["submit_template"].replace("$(optimizer)", "$(optimiser) --dropout $(dropout)")),
+     "submit_template line 12 (arguments = pretrain.sh $(epoch) $(epochs_per_job) $(run_uuid) $(random_seed) $(alpha) "
+     "$(optimiser) --dropout $(dropout)): $(optimiser) is defined nowhere"),
+    (lambda e: e.update(submit_template=e["submit_template"].replace("$(optimizer)", "$(optimiser)")),
+     "Did you mean $(optimizer)? Add optimiser to vars, or fix the name"),
+    (lambda e: e.update(submit_template=e["submit_template"].replace("$(optimizer)", "$(dropout)")),
+     "$(dropout) is defined nowhere: not a var"),
+    # Unknown keys, with the nearest valid one.
+    (lambda e: e.update(varz=e.pop("vars")), "unknown key 'varz': an experiment has name, submit_template, vars; did you mean 'vars'?"),
+    (lambda e: e.update(epochs_per_job={"type": "value", "value": 1}),
+     "unknown key 'epochs_per_job'"),
+    (lambda e: e["vars"]["alpha"].update(stpo=4), "type range does not take stpo (did you mean stop?)"),
 ])
 def test_refusals_name_what_to_fix_before_anything_is_submitted(experiment_dir, edit, words):
     result = plan(edited(experiment_dir, edit))
@@ -183,3 +208,41 @@ def test_run_skips_the_site_the_template_cannot_run_at(experiment_dir, embedded_
     annex_of = annexes_by_job(experiment_dir)
     ads = embedded_pool.schedd().history('HtcannexRule == "train_chunk"', ["ClusterId", "ProcId"])
     assert [annex_of[f"{ad['ClusterId']}.{ad['ProcId']}"] for ad in ads] == [annex_name(planned.removesuffix("*"))]
+
+
+def disk_template(e):
+    e["submit_template"] = e["submit_template"].replace("request_disk = 100MB", "request_disk = {resource.disk}")
+
+
+def test_resource_disk_comes_from_resources_yaml_over_the_catalogue(experiment_dir):
+    edited(experiment_dir, disk_template)
+    assert plan(experiment_dir).returncode == 0  # every local site's catalogue entry has disk: 4GB
+    too_big = {site: {"disk": "100GB"} for site in ("expanse", "bridges2", "anvil", "delta", "jetstream2")}
+    result = plan(experiment_dir, "--resources", with_resources(experiment_dir, too_big))
+    assert result.returncode == 0, result.stderr
+    assert {row[2].rstrip("*") for row in chunk_rows(result)} == {"aws"}  # the one site resources.yaml left alone
+    assert ("skipped: submit_template command request_disk = 100GB contradicts site delta: rule train_chunk cannot "
+            "run at site delta: it asks for 100GB of disk and a job at delta has 4GB") in result.stdout
+
+
+@pytest.mark.parametrize("default_resources, words", [
+    ({"mem_mb": 512, "disk_mb": 1024, "runtime": 30}, None),  # {resource.disk} = 1024MB from default-resources
+    ({"mem_mb": 512, "runtime": 30},
+     "{resource.disk} is known at no site the chunks can go to (expanse, bridges2, anvil, delta, jetstream2, aws). "
+     "Give it as `disk:` in the sites' catalogue entries (htcannex.yaml), in --resources resources.yaml "
+     "(`SITE: {disk: ...}`) or default-resources disk_mb in the profile"),
+])
+def test_resource_disk_without_a_catalogue_value_comes_from_default_resources(experiment_dir, default_resources, words):
+    profile = experiment_dir / "profile"
+    shutil.copytree(PROFILE, profile)
+    catalogue = profile / "htcannex.yaml"
+    catalogue.write_text(catalogue.read_text().replace(" disk: 4GB,", ""))
+    settings = yaml.safe_load((profile / "config.yaml").read_text())
+    (profile / "config.yaml").write_text(yaml.safe_dump(settings | {"default-resources": default_resources}))
+    edited(experiment_dir, disk_template)
+    result = run([str(BIN / "htcannex"), "experiment", "plan", "Experiment.yaml", "--profile", str(profile)],
+                 experiment_dir, None, timeout=120)
+    if words is None:
+        assert result.returncode == 0 and {row[2].rstrip("*") for row in chunk_rows(result)} != {"!"}, result.stderr
+    else:
+        assert result.returncode == 2 and words in result.stderr, result.stderr

@@ -44,7 +44,7 @@ def test_each_run_its_own_seed():
 def test_chunk_vars_are_mldags():
     exp = experiment(alpha={"type": "range", "start": 2, "stop": 3})
     (run,) = exp.runs.values()
-    assert exp.chunk_vars(run, 1) == {"epoch": 2, "run_uuid": run.uuid, "random_seed": run.seed,
+    assert exp.chunk_vars(run, 1) == {"epoch": 2, "run_uuid": run.uuid, "random_seed": run.seed, "run_number": 0,
                                       "epochs": 6, "epochs_per_job": 2, "alpha": 2}
     assert exp.chunk_vars(run, 3)["epoch"] == 6 and exp.chunk_vars(run, 2)["continue_from_checkpoint"] == "true"
 

@@ -23,7 +23,8 @@ rule train_chunk:
         command=lambda w, input, output, threads: training_command(w, input, output, threads, int(w.chunk), int(w.chunk)),
     threads: TRAINING["threads"]
     resources:
-        **{k: v for k, v in TRAINING["resources"].items() if k != "runtime"},
+        # A template's request_* are its own, its {resource.*} defaults the profile's default-resources.
+        **{k: v for k, v in TRAINING["resources"].items() if k != "runtime" and not TEMPLATE},
         runtime=runtime_of(1),
         htcannex_submit=htcannex_submit,
         **({submit_template.RESOURCE: template_resource} if TEMPLATE else {}),

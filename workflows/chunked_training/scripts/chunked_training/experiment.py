@@ -5,6 +5,7 @@ A run's uuid is a uuid5 of the experiment's name and the run's var values, cut t
 MLDAG's run_uuid: the same in every Snakemake process and rerun, and adding a value to a var
 keeps the uuids (and files) of the runs that already existed. Its seed comes from the uuid.
 """
+import difflib
 import json
 import re
 import shlex
@@ -22,7 +23,14 @@ SEED_RANGE = 1_000_000  # MLDAG draws random_seed from 0..1e6
 # What the contract adds to a chunk's MLDAG VARS; a var cannot take one of these names.
 CONTRACT_PLACEHOLDERS = ("first_epoch", "chunk", "chunks", "resume_from", "write_to", "self_checkpoint", "threads", "workflow_dir",
                          "python", "checkpoint")
-MLDAG_VARS = ("epoch", "run_uuid", "random_seed", "ResourceName", "continue_from_checkpoint")
+MLDAG_VARS = ("epoch", "run_uuid", "random_seed", "ResourceName", "continue_from_checkpoint", "run_number")
+# MLDAG's run_number: which repetition of its point of the vars a run is (the talk's VARS give 0 to
+# run0 and run1 alike); each point is trained once here.
+RUN_NUMBER = 0
+
+
+# The keys of an MLDAG Experiment.yaml htcannex reads (docs/mldag.md); any other is refused.
+EXPERIMENT_KEYS = ("name", "submit_template", "vars")
 
 
 @dataclass(frozen=True)
@@ -47,7 +55,8 @@ class Experiment:
     def chunk_vars(self, run: Run, chunk: int) -> dict:
         """The VARS MLDAG's generator gives chunk `chunk` (1-based) of `run`, but ResourceName (the
         site, which the executor knows when it places the job)."""
-        values = {"epoch": self.chunking.last_epoch(chunk), "run_uuid": run.uuid, "random_seed": run.seed}
+        values = {"epoch": self.chunking.last_epoch(chunk), "run_uuid": run.uuid, "random_seed": run.seed,
+                  "run_number": RUN_NUMBER}
         if chunk > 1:
             values["continue_from_checkpoint"] = "true"
         return values | run.vars
@@ -66,7 +75,19 @@ def read(config: Mapping) -> tuple[str, dict]:
         raise VarsError(f"config key experiment: cannot read {path}: {error}") from None
     if not isinstance(experiment, dict) or not isinstance(experiment.get("submit_template", ""), str):
         raise VarsError(f"{path}: an experiment is a mapping with name, submit_template (text) and vars")
+    for key in experiment:
+        if key not in EXPERIMENT_KEYS:
+            raise VarsError(f"{path}: unknown key {key!r}: an experiment has {', '.join(EXPERIMENT_KEYS)}; "
+                            + _nearest(key, experiment[key]))
     return path, dict(config) | experiment
+
+
+def _nearest(key: object, value: object) -> str:
+    """What an unknown top-level key most likely is: a var put outside `vars`, or a misspelling."""
+    if key in ("epochs", "epochs_per_job") or (isinstance(value, Mapping) and "type" in value):
+        return f"a var goes under vars: (`vars: {{{key}: {{type: value, value: ...}}}}`)"
+    near = difflib.get_close_matches(str(key), EXPERIMENT_KEYS, n=1, cutoff=0.5)
+    return f"did you mean {near[0]!r}?" if near else "remove it"
 
 
 def load(source: str, config: Mapping) -> Experiment:

@@ -7,6 +7,7 @@
 Values are numbers or strings. `epochs` and `epochs_per_job` make the chunks; every other var is
 swept (the cartesian product of all their values is the set of runs).
 """
+import difflib
 import itertools
 import re
 from collections.abc import Mapping
@@ -74,7 +75,10 @@ def _values(source: str, name: object, spec: object) -> list:
     kind = spec["type"]
     unknown = set(spec) - KEYS[kind] - {"type", "description"}
     if unknown:
-        raise VarsError(f"{where}: type {kind} does not take {', '.join(sorted(unknown))}; it takes "
+        valid = sorted(KEYS[kind] | {"description"})
+        near = [f"{key} (did you mean {match[0]}?)" if (match := difflib.get_close_matches(str(key), valid, n=1))
+                else str(key) for key in sorted(unknown, key=str)]
+        raise VarsError(f"{where}: type {kind} does not take {', '.join(near)}; it takes "
                         f"{', '.join(sorted(KEYS[kind]))} (and description)")
     if kind == "range":
         bounds = {"start": spec.get("start", 0), "stop": spec.get("stop"), "step": spec.get("step", 1)}

@@ -1,0 +1,80 @@
+"""MLDAG experiments run end to end on the embedded pool through `htcannex experiment run`."""
+import csv
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import BIN, PROFILE, annexes_by_job, pool_env, run
+
+HERE = Path(__file__).parent
+
+
+def experiment_copy(name: str, directory: Path) -> Path:
+    shutil.copytree(HERE / name, directory, dirs_exist_ok=True)
+    return directory
+
+
+def experiment_run(directory: Path, pool, *options: str):
+    return run([str(BIN / "htcannex"), "experiment", "run", "Experiment.yaml", "--profile", str(PROFILE), *options],
+               directory, pool_env(pool))
+
+
+def chunk_sites(pool, workdir: Path) -> dict[str, list[str]]:
+    """run uuid -> the annex each of its chunks ran on, in chunk order."""
+    annex_of = annexes_by_job(workdir)
+    chunks: dict[str, dict[int, str]] = {}
+    for ad in pool.schedd().history('HtcannexRule == "train_chunk"', ["ClusterId", "ProcId", "HtcannexWildcards"]):
+        wildcards = json.loads(ad["HtcannexWildcards"])
+        chunks.setdefault(wildcards["run"], {})[int(wildcards["chunk"])] = annex_of[f"{ad['ClusterId']}.{ad['ProcId']}"]
+    return {run_uuid: [by_chunk[c] for c in sorted(by_chunk)] for run_uuid, by_chunk in chunks.items()}
+
+
+def runs_table(workdir: Path, slug: str) -> dict[str, dict]:
+    with open(workdir / "results" / slug / "runs.tsv") as table:
+        return {row["run_uuid"]: row for row in csv.DictReader(table, delimiter="\t")}
+
+
+@pytest.mark.slow
+def test_the_talks_global_pretraining_runs_unchanged_on_the_local_profile(tmp_path, embedded_pool):
+    workdir = experiment_copy("global_pretraining", tmp_path)
+    if not Path("/bin/python").exists():  # the slide's interpreter; this machine's Python where there is none
+        text = (workdir / "Experiment.yaml").read_text()
+        (workdir / "Experiment.yaml").write_text(text.replace("/bin/python", sys.executable))
+    assert not (workdir / "resources.yaml").exists()
+    result = experiment_run(workdir, embedded_pool)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+
+    runs = runs_table(workdir, "global_pretraining")
+    assert sorted(int(row["alpha"]) for row in runs.values()) == list(range(10))  # range(0, 10): 10 runs
+    sites = chunk_sites(embedded_pool, workdir)
+    for run_uuid, row in runs.items():
+        history = (workdir / "output" / "training_logs" / run_uuid / "history").read_text().splitlines()
+        # 30 epochs, each once and in order, in 6 chunks of 5 that hop: every chunk on another annex than the one before.
+        assert [int(line.split()[1]) for line in history] == list(range(1, 31))
+        assert all(f"alpha {row['alpha']} seed {row['random_seed']} " in line for line in history)
+        annexes = sites[run_uuid]
+        assert len(annexes) == 6 and all(a != b for a, b in zip(annexes, annexes[1:])), annexes
+        # $(ResourceName) in the environment is the site each chunk ran at.
+        for chunk, annex in enumerate(annexes):
+            assert {line.split(" site ")[1].split()[0] for line in history[5 * chunk:5 * chunk + 5]} == \
+                {annex.removeprefix("htcannex-")}
+
+
+@pytest.mark.slow
+def test_every_mldag_var_reaches_the_jobs_arguments_and_environment(tmp_path, embedded_pool):
+    workdir = experiment_copy("vars_experiment", tmp_path)
+    result = experiment_run(workdir, embedded_pool)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    runs = runs_table(workdir, "vars")
+    sites = chunk_sites(embedded_pool, workdir)
+    assert sorted(row["alpha"] for row in runs.values()) == ["0.5", "adam"]
+    for run_uuid, row in runs.items():
+        for chunk, annex in enumerate(sites[run_uuid], start=1):
+            # epoch run_uuid random_seed ResourceName run_number continue_from_checkpoint alpha epochs epochs_per_job
+            expected = [str(chunk), run_uuid, row["random_seed"], annex.removeprefix("htcannex-"), "0",
+                        "none" if chunk == 1 else "true", row["alpha"], "2", "1"]
+            seen = (workdir / "seen" / f"{run_uuid}-{chunk}").read_text().splitlines()
+            assert seen == ["args " + " ".join(expected), "env " + " ".join(expected)]
