@@ -246,3 +246,12 @@ def test_resource_disk_without_a_catalogue_value_comes_from_default_resources(ex
         assert result.returncode == 0 and {row[2].rstrip("*") for row in chunk_rows(result)} != {"!"}, result.stderr
     else:
         assert result.returncode == 2 and words in result.stderr, result.stderr
+
+
+def test_run_passes_snakemakes_own_options_through(experiment_dir, embedded_pool):
+    result = run([str(BIN / "htcannex"), "experiment", "run", "Experiment.yaml", "--profile", str(PROFILE),
+                  "--keep-going", "-j", "2", "-n", "--rerun-incomplete"], experiment_dir, pool_env(embedded_pool))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert "This was a dry-run (flag -n)" in output and "train_chunk" in output
+    assert not list(embedded_pool.schedd().history("true", ["ClusterId"]))  # -n: nothing submitted
