@@ -22,7 +22,7 @@ from snakemake_executor_plugin_htcannex import secrets
 
 from snakemake_executor_plugin_htcannex.track import failure_hints
 
-from snakemake_executor_plugin_htcannex.submit import one_step
+from snakemake_executor_plugin_htcannex.submit import one_step, refusal
 from snakemake_executor_plugin_htcannex import schedd as schedd_seam
 from snakemake_executor_plugin_htcannex.track.adoption import Adoption, CompletedWhileDown
 from snakemake_executor_plugin_htcannex.annex.manager import AnnexState
@@ -134,6 +134,7 @@ class Executor(RemoteExecutor):
                 raise SiteRefusal(decision.impossible)
             submit = build_submit(spec, site, runtime.submit_options)
         except (RotationError, SubmitValueError, SiteRefusal, TemplateError) as error:
+            refusal.make_final(job)  # a retry is refused the same way
             self.report_job_error(SubmittedJobInfo(job), msg=f"{error} ")
             return False
         for skip in decision.skipped:
@@ -248,13 +249,19 @@ class Executor(RemoteExecutor):
     def print_job_error(self, job_info: SubmittedJobInfo, msg=None, **kwargs):
         job = job_info.job
         if not job.is_group():
+            if withheld := refusal.withheld_report(job, msg):
+                return self.logger.error(withheld)
             return super().print_job_error(job_info, msg, **kwargs)
         # Snakemake's GroupJob.log_error drops `msg` and has each member job say "message: None":
         # the group's failure is said once here, and each member points to it.
         group = f"group job {job.jobid} (rules {rule_label(job)})"
         self.logger.error(f"Error in {group}: {msg or 'it failed'}")
         for member in sorted(job.jobs, key=lambda member: member.rule.name):
-            member.log_error(f"failed with its {group}, see above", indent=True, **kwargs)
+            note = f"failed with its {group}, see above"
+            if withheld := refusal.withheld_report(member, note):
+                self.logger.error(withheld)
+            else:
+                member.log_error(note, indent=True, **kwargs)
 
     def cancel(self):
         # Jobs still being submitted are submitted first, so that cancelling removes them too.

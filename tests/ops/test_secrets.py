@@ -69,3 +69,40 @@ def test_only_secret_values_are_redacted_not_names_next_to_paths(tmp_path, user_
     assert "rule write_secret: /etc/passwd: not readable here" in result.stderr
     assert "[REDACTED]" not in result.stderr
     assert redact(f"password: {PASSWORD}\nrule write_secret: exited") == "password: [REDACTED]\nrule write_secret: exited"
+
+
+JWT_TOKEN = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJzd2VlcCJ9.c2lnbmF0dXJlLXZhbHVl"
+
+
+@pytest.mark.slow
+def test_a_refused_job_fails_once_and_its_secret_is_printed_nowhere(workdir, user_env):
+    """A rule whose command carries a token is refused before submit: with retries left it is not
+    retried (a retry is refused the same way), and Snakemake's report of the failure does not show
+    the command."""
+    (workdir / "Snakefile").write_text(
+        f'rule fetch:\n    output: "fetched.txt"\n    params: token="{JWT_TOKEN}"\n'
+        '    shell: "echo \'Authorization: Bearer {params.token}\' > {output}"\n')
+    result = run_snakemake(workdir, user_env, "fetched.txt", extra=["--retries", "2"])
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert output.count("Error in rule fetch") == 1, output[-3000:]
+    assert "give the job a token file instead" in output
+    assert "Trying to restart" not in output
+    assert "shell: (withheld: it holds a secret)" in output
+    assert JWT_TOKEN not in output
+    # Nor in any log: Snakemake's, htcannex's, the jobs' (the Snakefile holds it, and Snakemake's record
+    # of the job's params in .snakemake/metadata, as for any executor).
+    for logs in (workdir / ".snakemake" / "log", workdir / ".htcannex"):
+        assert files_containing(logs, JWT_TOKEN) == []
+
+
+@pytest.mark.slow
+def test_an_impossible_request_fails_once(workdir, user_env):
+    """A runtime no JobDurationCategory allows is refused before submit, once."""
+    (workdir / "Snakefile").write_text(
+        'rule forever:\n    output: "forever.txt"\n    resources: runtime="50h"\n    shell: "touch {output}"\n')
+    result = run_snakemake(workdir, user_env, "forever.txt", extra=["--retries", "2"])
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert output.count("jobs must finish within") == 1, output[-3000:]
+    assert "Trying to restart" not in output
