@@ -53,7 +53,7 @@ class Queue:
 
 
 def held_and_idle(schedd, collector, tracker=None, idle_timeout_s=0, negotiation_interval_s=60, warnings=None):
-    runtime = SimpleNamespace(connection=SimpleNamespace(schedd=schedd, collector=collector,
+    runtime = SimpleNamespace(connection=SimpleNamespace(schedd=schedd, collector=collector, embedded=False,
                                                          negotiation_interval_s=negotiation_interval_s),
                               idle_timeout_s=idle_timeout_s, config=load_catalogue(FAULTS_CATALOGUE), tracker=tracker)
     failed = []

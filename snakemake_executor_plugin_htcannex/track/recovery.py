@@ -41,13 +41,20 @@ def next_site(rotation: Rotation, sites: dict, rule: str, wildcards: dict, attem
 def stuck_on_annex(collector, job_ad: classad2.ClassAd, annex: str) -> Optional[str]:
     """Why an idle job cannot run on its annex, in words; None when it is only waiting for a
     free slot there."""
-    slots = live_slots(collector, annex)
-    if not slots:
+    if not live_slots(collector, annex):
         return f"its annex {annex} is gone (expired?)."
-    if not any(analyse_slot(job_ad, slot, source="collector").matches for slot in slots):
-        return (f"no slot of its annex {annex} can run it (`htcannex why {job_id(job_ad)}` names the "
-                "requirement that fails).")
-    return None
+    return annex_cannot_run(collector, job_ad, annex)
+
+
+def annex_cannot_run(collector, job_ad: classad2.ClassAd, annex: str) -> Optional[str]:
+    """Why no slot of `annex`, which is up, can run the job, in words; None when one can, or when the
+    annex is not up. A job bound to an annex matches only that annex's slots, all of the shape its
+    request gave them: none that can run it will appear there."""
+    slots = live_slots(collector, annex)
+    if not slots or any(analyse_slot(job_ad, slot, source="collector").matches for slot in slots):
+        return None
+    return (f"no slot of its annex {annex} can run it (`htcannex why {job_id(job_ad)}` names the "
+            "requirement that fails).")
 
 
 def retarget(schedd, job: str, site: Site) -> None:

@@ -8,10 +8,12 @@ or idle for longer than the idle timeout (annex: idle_timeout, --htcannex-idle-t
 - Idle (`idle`): looked at once per idle timeout; an annex job whose annex is gone, or has no slot
   that can run it, is moved; any other job no slot can run is reported (diagnose.never_matches). A job
   behind busy slots that can run it waits. The collector is asked once per status poll (`new_poll`).
-  A job for any slot also gets a first look a negotiation cycle after it was first seen idle: one no
-  slot can run is said then (a warning, once per rule and request), not only at the idle timeout
-  (30 min by default). A job asking for what a job of this run has already started with (the same
-  site and request) gets none: a slot can run it, and a chain's links cost no schedd query.
+  Every job also gets a first look a negotiation cycle after it was first seen idle. Where no slot that
+  can run it can appear later (the embedded pool; a job bound to an annex that is up) it is decided
+  then: moved, or failed with the explanation. Elsewhere one no slot can run is said then (a warning,
+  once per rule and request) and failed only at the idle timeout (30 min by default), in case such a
+  slot joins the pool. A job asking for what a job of this run has already started with (the same
+  site and request) gets no first look: a slot can run it, and a chain's links cost no schedd query.
 - With no event log (`without_event_log`): each job's state (idle, running or held) asked of the schedd
   instead, once per poll, and handled as above.
 
@@ -121,13 +123,19 @@ class HeldAndIdle:
     def idle(self, job_info: SubmittedJobInfo) -> bool:
         """Idle: released, or evicted when its annex expired. A job idle too long is looked at (once
         per idle timeout): an annex job whose annex is gone, or has no slot that can run it, waits for
-        nothing and is moved; any other job that no slot can run is reported (diagnose.never_matches)."""
+        nothing and is moved; any other job that no slot can run is reported (diagnose.never_matches).
+        Where no slot that can run it can appear (`_closed`), that is decided at its first look."""
         runtime, job, now = self._runtime, tracked(job_info), time.time()
         site = job.site
         first_look_s = runtime.connection.negotiation_interval_s
-        if (not _on_annex(job) and _what_it_asks(job) not in self._started
+        if (_what_it_asks(job) not in self._started
                 and job.due_a_first_look(first_look_s, runtime.idle_timeout_s, now)):
-            self._warn_if_unmatchable(job_info, first_look_s)
+            if self._closed(job):
+                ad = self._idle_ad(job_info)
+                if ad is not None:
+                    return self._decided_at_first_look(job_info, ad, first_look_s)
+            elif not _on_annex(job):
+                self._warn_if_unmatchable(job_info, first_look_s)
         if not job.due_a_look(runtime.idle_timeout_s, now):
             return True
         ad = self._idle_ad(job_info)
@@ -136,7 +144,23 @@ class HeldAndIdle:
         if _on_annex(job):
             stuck = recovery.stuck_on_annex(self._collector, ad, site.annex_name)
             return self._move_or_fail(job_info, stuck, ad) if stuck else True
-        return self._unless_unmatchable(job_info, ad)
+        return self._unless_unmatchable(job_info, ad, runtime.idle_timeout_s)
+
+    def _closed(self, job) -> bool:
+        """Whether every slot that could ever run this job is known now: on the embedded pool (its slots and
+        the annexes of the catalogue are all there are), and for a job bound to an annex (it matches only
+        that annex's slots). Elsewhere a slot that can run a job may yet join the pool: it waits for the
+        idle timeout."""
+        return self._runtime.connection.embedded or _on_annex(job)
+
+    def _decided_at_first_look(self, job_info: SubmittedJobInfo, ad, idle_s: float) -> bool:
+        """A job idle a negotiation cycle where no other slot can appear (`_closed`): moved when no slot of
+        its annex (up) can run it, failed when no slot at all can; else it waits for a free slot."""
+        job = tracked(job_info)
+        if _on_annex(job):
+            stuck = recovery.annex_cannot_run(self._collector, ad, job.site.annex_name)
+            return self._move_or_fail(job_info, stuck, ad, waited_s=idle_s) if stuck else True
+        return self._unless_unmatchable(job_info, ad, idle_s)
 
     def waiting_for_annex(self, job_info: SubmittedJobInfo) -> bool:
         """A job held until its annex is up: released when it is, moved when it did not come up in time."""
@@ -224,15 +248,15 @@ class HeldAndIdle:
                 f"no slot can run it, neither one in the collector nor a site of {self._runtime.config.path}; as "
                 f"`htcannex why {job_id}` explains:\n" + secrets.redact("\n".join(report)) + "\n")
 
-    def _unless_unmatchable(self, job_info: SubmittedJobInfo, job_ad) -> bool:
+    def _unless_unmatchable(self, job_info: SubmittedJobInfo, job_ad, idle_s: float) -> bool:
         """Report a job no slot can run, live or in the catalogue, with `htcannex why`'s explanation;
-        fail it, or leave it queued with --htcannex-unmatchable wait."""
+        fail it, or leave it queued with --htcannex-unmatchable wait. `idle_s`: how long it has been idle."""
         runtime = self._runtime
         report = never_matches(job_ad, runtime.config, self._collector)
         if report is None:
             return True
         job_id = job_info.external_jobid
-        what = self._unmatchable_report(job_info, runtime.idle_timeout_s, report)
+        what = self._unmatchable_report(job_info, idle_s, report)
         if self._unmatchable == "wait":
             self._logger.warning(what + "It stays queued (htcannex-unmatchable: wait) until a slot that can run it "
                                         "appears; change what it asks for, or add such slots.")
@@ -255,10 +279,12 @@ class HeldAndIdle:
         self._memory_floor[job_signature(spec, self._runtime.submit_options)] = floor
         return f" A retry asks for at least {floor} MB ({why} {asked} MB)."
 
-    def _move_or_fail(self, job_info: SubmittedJobInfo, why: str, job_ad=None) -> bool:
+    def _move_or_fail(self, job_info: SubmittedJobInfo, why: str, job_ad=None, waited_s: Optional[float] = None) -> bool:
         """Send a job whose annex is not there to the next site of its rotation that can run it
-        (the same job: it keeps its self-checkpoint); fail it when no site is left."""
+        (the same job: it keeps its self-checkpoint); fail it when no site is left. `waited_s`: how long
+        it waited (the idle timeout unless said)."""
         runtime, job, snakemake_job = self._runtime, tracked(job_info), job_info.job
+        waited_s = runtime.idle_timeout_s if waited_s is None else waited_s
         if job_ad is None:
             ads = runtime.connection.schedd.query(job_constraint(job_info.external_jobid), projection=[])
             job_ad = ads[0] if ads else None
@@ -268,21 +294,20 @@ class HeldAndIdle:
             runtime.config.rotation, runtime.config.sites, snakemake_job.name, wildcards_of(snakemake_job),
             snakemake_job.attempt, tried, job_ad, self._placement_request(snakemake_job, job.spec))
         if not site:
-            return self._fail_waiting(job_info, why)
+            return self._fail_waiting(job_info, why, waited_s)
         status = runtime.annexes.ensure(site)
         recovery.retarget(runtime.connection.schedd, job_info.external_jobid, site)
         tried.add(site.name)
-        self._logger.warning(f"HTCondor job {job_info.external_jobid} waited over {runtime.idle_timeout_s:g} s: "
+        self._logger.warning(f"HTCondor job {job_info.external_jobid} waited over {waited_s:g} s: "
                              f"{why} Moved it to site {site.name} (annex {site.annex_name}); it keeps its "
                              f"self-checkpoint. {status.message}")
         job.site, job.waiting_since, job.idle_since, job.first_looked = site, time.time(), None, False
         return True
 
-    def _fail_waiting(self, job_info: SubmittedJobInfo, why: str) -> bool:
-        timeout = self._runtime.idle_timeout_s
-        self._remove(job_info.external_jobid, f"waited over {timeout:g} s for its annex")
+    def _fail_waiting(self, job_info: SubmittedJobInfo, why: str, waited_s: float) -> bool:
+        self._remove(job_info.external_jobid, f"waited over {waited_s:g} s for its annex")
         self._fail(job_info, msg=(
-            f"HTCondor job {job_info.external_jobid} waited over {timeout:g} s and did not run: "
+            f"HTCondor job {job_info.external_jobid} waited over {waited_s:g} s and did not run: "
             f"{why} The job was removed. With --retries, Snakemake resubmits it as the next "
             f"attempt, which rotation sends to the next site. "
         ))
@@ -307,5 +332,4 @@ def _on_annex(job) -> bool:
 
 def _look_due(job, first_look_s: float, idle_timeout_s: float, now: float) -> bool:
     """Whether idle() will look at this job now (its first look, or one at the idle timeout)."""
-    return (not _on_annex(job) and job.first_look_due(first_look_s, idle_timeout_s, now)) \
-        or job.look_due(idle_timeout_s, now)
+    return job.first_look_due(first_look_s, idle_timeout_s, now) or job.look_due(idle_timeout_s, now)

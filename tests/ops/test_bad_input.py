@@ -99,7 +99,7 @@ def test_a_command_killed_by_sigkill_without_a_hold_is_named_with_its_memory(wor
                           "the submit directory is not writable by the user the job runs as"]),
     # Without the event log the jobs' states come from the schedd: an idle job is still looked at (one that no
     # slot can run waited in silence for good before).
-    (TOO_BIG, "big.txt", ["has been idle for over 3 s, and no slot can run it",
+    (TOO_BIG, "big.txt", ["has been idle for over 1 s, and no slot can run it",
                           "FAILS (job Requirements) TARGET.Memory >= RequestMemory"]),
 ], ids=["outputs-held", "no-slot-can-run"])
 def test_a_submit_directory_the_job_owner_cannot_write_is_named(workdir, user_env, snakefile, target, said):
