@@ -312,17 +312,6 @@ class Pool:
     def annexes(self) -> list[dict]:
         return self.request("annexes")
 
-    # ---- fault injection (tests)
-
-    def inject_expire_annex(self, name: str) -> None:
-        self.request("inject_expire_annex", name=name)
-
-    def inject_fail_next_transfer(self) -> None:
-        self.request("inject_fail_next_transfer")
-
-    def inject_kill_job(self, job_id: str) -> None:
-        self.request("inject_kill_job", job_id=job_id)
-
 
 class SubmitResult:
     """What `htcondor2.Schedd.submit` returns, for the calls the plugin uses."""

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from . import local_universe, protocol
-from .scheduler import RequestError, Scheduler
+from .protocol import RequestError
+from .scheduler import Scheduler
 
 log = logging.getLogger("htcannex.pool")
 # Requests that only look: they do not keep an idle daemon alive (a status poll
@@ -61,22 +62,11 @@ class PoolDaemon:
         self.last_request = time.time()
         self.operations = {
             "ping": lambda: {"pid": os.getpid()},
-            "status": lambda: {"pid": os.getpid(), **self.scheduler.status()},
+            "status": lambda: {"pid": os.getpid(), **self.scheduler.schedd.status()},
             "shutdown": self.stop,
-            "submit": self.scheduler.submit,
-            "act": self.scheduler.act,
-            "edit": self.scheduler.edit,
-            "query": self.scheduler.query,
-            "history": self.scheduler.history,
             # Like every request that is not only observing, it wakes the scheduler: a match cycle now.
             "reschedule": lambda: None,
-            "slots": self.scheduler.slot_ads,
-            "create_annex": self.scheduler.create_annex,
-            "remove_annex": self.scheduler.remove_annex,
-            "annexes": self.scheduler.annex_summaries,
-            "inject_expire_annex": self.scheduler.inject_expire_annex,
-            "inject_fail_next_transfer": self.scheduler.inject_fail_next_transfer,
-            "inject_kill_job": self.scheduler.inject_kill_job,
+            **self.scheduler.operations(),
         }
 
     def answer(self, line: bytes) -> dict:
@@ -115,7 +105,7 @@ class PoolDaemon:
 
     def _idle_too_long(self) -> bool:
         return (time.time() - self.last_request > self.idle_exit_s
-                and not self.scheduler.has_work())
+                and not self.scheduler.schedd.has_work())
 
     def serve(self, socket_path: Path):
         # Written before the first answer: a client that is answered finds who answers it.
@@ -133,21 +123,21 @@ class PoolDaemon:
                 break
             with self.lock:
                 try:
-                    pause = BUSY_PAUSE_S if self.scheduler.cycle() else min(2 * pause, self.cycle_s)
+                    pause = BUSY_PAUSE_S if self.scheduler.cycle(time.time()) else min(2 * pause, self.cycle_s)
                 except Exception:
                     log.exception("scheduler cycle failed")
                 if self._idle_too_long():
                     log.info("idle for %s s: exiting", self.idle_exit_s)
                     break
         with self.lock:
-            ending = self.scheduler.signal_local_shutdown()
+            ending = self.scheduler.schedd.signal_local_shutdown()
         # Answering still, as a schedd does while its local jobs end: one may use it meanwhile
         # (a Snakemake told to stop removes its jobs). shutdown() kills what is left.
         while any(not local_universe.has_exited(job) and time.time() < kill_at for job, kill_at in ending):
             time.sleep(0.05)
         server.shutdown()
         with self.lock:
-            self.scheduler.shutdown()
+            self.scheduler.schedd.shutdown()
             self.closed = True
         socket_path.unlink(missing_ok=True)
         (self.spool / protocol.PID_NAME).unlink(missing_ok=True)

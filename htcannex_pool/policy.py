@@ -1,19 +1,8 @@
-"""The pool's job policies, configured by HTCondor's own macro names: how a job that uses more memory
-than it requested is stopped, and with which hold code.
+"""The pool's job policies, configured by HTCondor's own macro names: the memory limits (memory.py)
+and the expressions that hold, release, remove or evict a job, with HTCondor's hold codes.
 
 Real pools differ here (HTCondor 25 manual, admin-manual/configuration/starter.rst, schedd.rst,
 startd.rst), and a workflow must survive each:
-- CGROUP_MEMORY_LIMIT_POLICY = hard (the default): the starter's cgroup limit holds the job with
-  34/102 (JobOutOfResources, memory). `none`: nothing is enforced by the starter.
-- BASE_CGROUP = "" (an execute point without per-job cgroups, as an unprivileged annex or glidein
-  runs; default `htcondor`; the pool's own slots: an annex's have none unless created with them,
-  slots.Annex.cgroups): no cgroup limit, and a job's memory is what the procd's snapshots saw:
-  one as the job starts (src/condor_procd/proc_family_monitor.cpp, register_subfamily), then all
-  jobs' on one clock each PID_SNAPSHOT_INTERVAL seconds (default 15), none after the job's last:
-  a 100-MB peak held for 3 s was reported at the job's 5.8-MB start on a 25.14.0 pool, as was the
-  same peak from 3 s to 5 s after the start in about half of the tries (the clock's phase). With a
-  cgroup the starter reads its memory.peak (src/condor_utils/proc_family_direct_cgroup_v2.cpp):
-  the pool samples memory every cycle.
 - SYSTEM_PERIODIC_HOLD (+ _REASON, _SUBCODE): the schedd evaluates it in every job ad each
   PERIODIC_EXPR_INTERVAL; true holds the job with code 26 (SystemPolicy), the reason and subcode
   from the other two (default: "The system macro SYSTEM_PERIODIC_HOLD expression '...' evaluated
@@ -26,20 +15,25 @@ The configuration is `<spool>/condor_config.json` ({macro: value}), written by `
 and read by the daemon when it starts, so a pool restarted by anyone keeps its policy.
 """
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import classad2
+from htcondor_codes import HoldCode, JobStatus, OutOfResources
 
-from htcondor_codes import PARAM_DEFAULTS_S
+from . import local_universe, memory, starter
+from .eventlog import UserLog
+
+if TYPE_CHECKING:
+    from .schedd import Schedd
 
 CONFIG_FILE = "condor_config.json"
-MEMORY_LIMIT_POLICIES = ("hard", "none")
+PERIODIC_INTERVAL_S = 1.0  # HTCondor's PERIODIC_EXPR_INTERVAL, shortened for a test pool
 EXPRESSIONS = ("SYSTEM_PERIODIC_HOLD", "SYSTEM_PERIODIC_HOLD_REASON", "SYSTEM_PERIODIC_HOLD_SUBCODE",
                "PREEMPT", "WANT_HOLD", "WANT_HOLD_REASON", "WANT_HOLD_SUBCODE")
-MACROS = ("CGROUP_MEMORY_LIMIT_POLICY", "BASE_CGROUP", "PID_SNAPSHOT_INTERVAL", *EXPRESSIONS)
-DEFAULT_BASE_CGROUP = "htcondor"
+MACROS = (*memory.MACROS, *EXPRESSIONS)
 
 
 class PolicyConfigError(ValueError):
@@ -62,19 +56,10 @@ class PoolPolicy:
         if unknown:
             raise PolicyConfigError(f"pool config: unknown macro(s) {', '.join(unknown)} "
                                     f"(known: {', '.join(MACROS)})")
-        self.memory_limit = config.get("CGROUP_MEMORY_LIMIT_POLICY", "hard")
-        if self.memory_limit not in MEMORY_LIMIT_POLICIES:
-            raise PolicyConfigError(f"pool config: CGROUP_MEMORY_LIMIT_POLICY = {self.memory_limit!r}; "
-                                    f"use one of {', '.join(MEMORY_LIMIT_POLICIES)}")
-        self.cgroups = config.get("BASE_CGROUP", DEFAULT_BASE_CGROUP) != ""
-        interval = config.get("PID_SNAPSHOT_INTERVAL", PARAM_DEFAULTS_S["PID_SNAPSHOT_INTERVAL"])
         try:
-            self.snapshot_interval_s = float(str(interval))  # a number, or its text as a condor_config has it
-        except ValueError:
-            self.snapshot_interval_s = 0.0
-        if isinstance(interval, bool) or not self.snapshot_interval_s > 0:
-            raise PolicyConfigError(f"pool config: PID_SNAPSHOT_INTERVAL = {interval!r}; use a number of "
-                                    "seconds above 0")
+            self.memory = memory.MemoryPolicy.from_config(config)
+        except ValueError as error:
+            raise PolicyConfigError(str(error)) from None
         self.expressions: dict[str, classad2.ExprTree] = {}
         for name in EXPRESSIONS:
             if name in config:
@@ -128,3 +113,74 @@ class PoolPolicy:
     def _integer(self, name, scope, target=None) -> int:
         value = self._value(name, scope, target)
         return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _duration(seconds: int) -> str:
+    days, rest = divmod(int(seconds), 86400)
+    return f"{days}+{time.strftime('%H:%M:%S', time.gmtime(rest))}"
+
+
+class JobPolicies:
+    """The policies applied each pass, through the schedd's state changes: the limits on running jobs
+    (memory, AllowedExecuteDuration, a removed local job's vacate time) and, each
+    PERIODIC_INTERVAL_S, the job's periodic expressions, SYSTEM_PERIODIC_HOLD and the startd's PREEMPT."""
+
+    def __init__(self, schedd: "Schedd", policy: PoolPolicy):
+        self.schedd, self.policy = schedd, policy
+        self.memory = memory.MemoryWatch(policy.memory)
+        self._last_periodic = 0.0
+
+    def watch_running(self, now: float):
+        self.memory.begin_pass(now)
+        schedd = self.schedd
+        for key, running in list(schedd.running.items()):
+            if running.process.returncode is not None:
+                continue  # exited: its outputs are on their way back
+            ad = schedd.jobs[key]
+            pid = running.process.pid
+            if local_universe.is_local(ad):
+                if local_universe.overdue(running, now):
+                    starter.kill_process_group(pid)
+                continue  # no memory enforcement for local jobs (LOCAL_UNIVERSE_CGROUP_ENFORCEMENT)
+            over = self.memory.over_limit(ad, pid, running.memory, lambda *sizes: UserLog(ad).image_size(*sizes))
+            if over:
+                schedd.hold(ad, over, HoldCode.JobOutOfResources, OutOfResources.Memory)
+                continue
+            if self.memory.out_of_memory_kill(pid, running.memory):
+                continue  # it exits by the signal; the next pass reaps it
+            allowed = ad.get("AllowedExecuteDuration")
+            if allowed is not None and now - running.started > allowed:
+                schedd.hold(ad, f"The job exceeded allowed execute duration of {_duration(allowed)}",
+                            HoldCode.JobExecuteExceeded, 0)
+
+    def periodic(self, now: float):
+        if now - self._last_periodic < PERIODIC_INTERVAL_S:
+            return
+        self._last_periodic = now
+        schedd = self.schedd
+        for ad in list(schedd.jobs.values()):
+            status = ad["JobStatus"]
+            queued = status in (JobStatus.IDLE, JobStatus.RUNNING)
+            if "PeriodicRemove" in ad and ad.eval("PeriodicRemove") is True:
+                schedd.remove(ad, f"The job attribute PeriodicRemove expression "
+                                  f"'{ad.lookup('PeriodicRemove')}' evaluated to TRUE")
+            elif status == JobStatus.HELD and "PeriodicRelease" in ad and ad.eval("PeriodicRelease") is True:
+                schedd.release(ad, f"The job attribute PeriodicRelease expression "
+                                   f"'{ad.lookup('PeriodicRelease')}' evaluated to TRUE")
+            elif queued and "PeriodicHold" in ad and ad.eval("PeriodicHold") is True:
+                schedd.hold(ad, f"The job attribute PeriodicHold expression "
+                                f"'{ad.lookup('PeriodicHold')}' evaluated to TRUE", HoldCode.JobPolicy, 0)
+            elif queued and (held := self.policy.system_periodic_hold(ad)):
+                schedd.hold(ad, held.reason, HoldCode.SystemPolicy, held.subcode)
+            elif status == JobStatus.RUNNING:
+                self._startd_policy(ad)
+
+    def _startd_policy(self, ad: classad2.ClassAd):
+        """The job's slot's PREEMPT / WANT_HOLD."""
+        key = (ad["ClusterId"], ad["ProcId"])
+        slot = next((slot for slot in self.schedd.annexes.slots() if slot.job == key), None)
+        verdict = slot is not None and self.policy.startd_preempts(slot.ad, ad)
+        if verdict and verdict.hold:
+            self.schedd.hold(ad, verdict.reason, HoldCode.StartdHeldJob, verdict.subcode)
+        elif verdict:
+            self.schedd.evict(ad, verdict.reason)

@@ -22,3 +22,8 @@ def decode(line: bytes) -> dict:
     if not isinstance(message, dict):
         raise ValueError("a message must be a JSON object")
     return message
+
+
+class RequestError(ValueError):
+    """A client's request that cannot be carried out; the message says why (the client raises it
+    as PoolRequestError)."""

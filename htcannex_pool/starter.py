@@ -19,7 +19,8 @@ import classad2
 import psutil
 from htcondor_codes import WANT_FT_ON_CHECKPOINT
 
-from . import disk, jobads, transfer
+from . import disk, jobads, memory, transfer
+from .memory import JobMemory
 
 
 @dataclass
@@ -31,13 +32,7 @@ class RunningJob:
     started: float
     create_time: float  # with the pid, identifies the process after a daemon restart
     inputs_before: dict = field(default_factory=dict)
-    peak_rss_kib: int = 0
-    reported_rss_kib: int = 0
-    cgroups: bool = True  # whether its slot gives it a per-job cgroup (policy.py), set as it starts
-    # An annex job's: the memory of the batch job the annex's pilot runs in, which the batch system's
-    # out-of-memory killer enforces (None: no such limit). Set as it starts.
-    allocation_mb: int | None = None
-    snapshot_at_start: bool = False  # without cgroups: the procd measured it as it started (policy.py)
+    memory: JobMemory = field(default_factory=JobMemory)  # its limits are set as it starts on a slot
     stopping: str | None = None  # why the pool killed it, if it did
     cpu_seconds: tuple[float, float] = (0.0, 0.0)  # (user, system) of the job's tree, once reaped
     bytes_received: int = 0  # brought into the sandbox by the input transfer
@@ -64,71 +59,24 @@ class RunningJob:
         """What the job's sandbox holds now, in KiB (the starter's DiskUsage)."""
         return disk.size_kib(self.sandbox)
 
-    def rss_kib(self) -> int:
-        """Resident memory of the job's whole process tree (what a cgroup would charge)."""
-        total = sum(rss for rss, _ in _resident(self.process.pid)) // 1024
-        self.peak_rss_kib = max(self.peak_rss_kib, total)
-        return total
-
-    def out_of_memory_kill(self) -> bool:
-        """Where the job's tree holds more than its allocation, kill its largest process with SIGKILL, as
-        the kernel's out-of-memory killer does in a batch job's memory cgroup (Slurm's task/cgroup with
-        ConstrainRAMSpace: the victim is the process with the highest badness, mm/oom_kill.c
-        oom_badness, i.e. the most resident memory); True when it did. HTCondor does not see it: the
-        job ends by the signal (or its shell's 137), with no hold. Not counted in the job's peak, which
-        HTCondor measures (policy.py)."""
-        if self.allocation_mb is None:
-            return False
-        sizes = _resident(self.process.pid)
-        if sum(rss for rss, _ in sizes) // 2**20 <= self.allocation_mb:
-            return False
-        try:
-            max(sizes, key=lambda size: size[0])[1].send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
-        return True
-
     def kill(self, why: str):
         self.stopping = why
         kill_process_group(self.process.pid)
         self._reap(0)
 
 
-def _resident(pid: int) -> list[tuple[int, psutil.Process]]:
-    """(resident bytes, process) of each live process of the tree under `pid`."""
-    sizes = []
-    for process in _tree(pid):
-        try:
-            sizes.append((process.memory_info().rss, process))
-        except psutil.NoSuchProcess:
-            pass
-    return sizes
-
-
-def _tree(pid: int) -> list[psutil.Process]:
-    """The process and its descendants. Each process's threads list their children in
-    /proc/<pid>/task/<tid>/children: a few reads for a job's tree, where psutil's children()
-    reads every process's stat on the machine (4 ms per job and memory sample, 90 processes).
-    Without that file (a kernel built without CONFIG_PROC_CHILDREN), psutil's way."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-        children = [int(child) for task in tasks
-                    for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
-    except FileNotFoundError:
-        if not os.path.exists(f"/proc/{pid}"):
-            return []  # it has exited
-        try:
-            root = psutil.Process(pid)
-            return [root, *root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return []
-    except (ProcessLookupError, PermissionError):
-        return []
-    try:
-        root = psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return []
-    return [root, *(process for child in children for process in _tree(child))]
+def record_usage(ad: classad2.ClassAd, running: RunningJob):
+    """What the run used, into the job ad as the starter reports it: CPU seconds of this run
+    (RemoteUserCpu/RemoteSysCpu) and of all runs (Cumulative*), average cores (CpusUsage),
+    peak memory (ResidentSetSize, KiB, and MemoryUsage) and sandbox size (DiskUsage, KiB)."""
+    user, system = running.cpu_seconds
+    wall = max(time.time() - running.started, 1e-3)
+    ad.update({"RemoteUserCpu": user, "RemoteSysCpu": system,
+               "CumulativeRemoteUserCpu": ad.get("CumulativeRemoteUserCpu", 0.0) + user,
+               "CumulativeRemoteSysCpu": ad.get("CumulativeRemoteSysCpu", 0.0) + system,
+               "CpusUsage": round((user + system) / wall, 2)})
+    memory.record(ad, max(ad.get("ResidentSetSize_RAW", 0), running.memory.peak_kib))
+    jobads.set_rounded(ad, "DiskUsage", max(ad.get("DiskUsage_RAW", 0), running.disk_kib()))
 
 
 def kill_process_group(pid: int):

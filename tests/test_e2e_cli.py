@@ -17,6 +17,7 @@ from pathlib import Path
 import htcondor2
 import pytest
 
+from htcannex_pool import faults
 from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
 from snakemake_executor_plugin_htcannex.track.event_log import NEVER_WAIT
 
@@ -139,7 +140,7 @@ def test_transient_transfer_hold_is_released_and_the_job_succeeds(tmp_path, user
     workdir = tmp_path / "work"
     shutil.copytree(CHUNKS_WORKFLOW, workdir)
     embedded_pool.ensure_running()
-    embedded_pool.inject_fail_next_transfer()  # the first job's input transfer fails (code 13)
+    faults.fail_next_transfer(embedded_pool)  # the first job's input transfer fails (code 13)
     result = run(
         ["snakemake", "--executor", "htcannex", "--profile", str(REPO / "profiles" / "local"),
          "--config", 'runs=["0"]', "chunks=1"],

@@ -12,7 +12,7 @@ import htcondor2
 import pytest
 from waiting import wait_until
 
-from htcannex_pool import Pool
+from htcannex_pool import Pool, faults
 
 from .snakemake_runs import (annexes_by_job, board, events, kill_snakemake_once_running, read_until, run_snakemake,
                              snakemake_argv, start_snakemake)
@@ -36,7 +36,7 @@ def test_annex_expiring_under_a_running_chunk_moves_it_and_it_resumes_from_its_c
     try:
         # Each checkpoint is an output transfer while the chunk runs on (the restart is in place).
         wait_until(lambda: _checkpoint_uploads(workdir) >= 2, timeout_s=60, what="two checkpointed steps")
-        embedded_pool.inject_expire_annex("htcannex-a")
+        faults.expire_annex(embedded_pool, "htcannex-a")
         _, stderr = snakemake.communicate(timeout=120)
     finally:
         snakemake.kill()
@@ -153,7 +153,7 @@ def test_an_annex_s_out_of_memory_kill_is_retried_with_more_memory_on_the_next_s
 
 
 def test_failed_input_transfer_is_released_and_the_job_finishes(workdir, user_env, embedded_pool):
-    embedded_pool.inject_fail_next_transfer()
+    faults.fail_next_transfer(embedded_pool)
     result = run_snakemake(workdir, user_env, "copied.txt")
     assert result.returncode == 0, result.stderr[-4000:]
     assert (workdir / "copied.txt").read_text() == "precious input\n"

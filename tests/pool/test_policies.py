@@ -5,7 +5,7 @@ import time
 import htcondor2
 import pytest
 
-from htcannex_pool import PoolRequestError
+from htcannex_pool import PoolRequestError, faults
 
 from snakemake_executor_plugin_htcannex.track.holds import Hold
 
@@ -157,7 +157,7 @@ def test_transfer_failures_hold_with_htcondor_codes(pool, submit_dir):
 
 def test_injected_transfer_failure_holds_the_next_job_only(pool, submit_dir):
     script(submit_dir, "job.sh", "exit 0\n")
-    pool.inject_fail_next_transfer()
+    faults.fail_next_transfer(pool)
     failed = submit(pool, {"executable": "job.sh"})
     wait_for_status(pool, f"{failed.cluster()}.0", 5)
     assert held_events(submit_dir / "jobs.log", failed.cluster())[0]["HoldReasonCode"] == 13
@@ -189,7 +189,7 @@ def test_injected_annex_expiry_and_a_new_annex_takes_the_job(pool, submit_dir):
     job_id = f"{result.cluster()}.0"
     wait_until(runs.exists, 15, "the first run")
     (submit_dir / "runs.txt.second").touch()
-    pool.inject_expire_annex("hop")
+    faults.expire_annex(pool, "hop")
     assert job_status(pool, job_id) == 1
     pool.create_annex("hop", owner=OWNER, cpus=1, memory_mb=1024, lifetime_s=600)
     wait_for_status(pool, job_id, 4)
@@ -212,7 +212,7 @@ def test_self_checkpointing_job_resumes_from_its_checkpoint(pool, submit_dir):
                            "transfer_checkpoint_files": "step.txt", "transfer_output_files": "result.txt"})
     job_id = f"{result.cluster()}.0"
     wait_until(lambda: (submit_dir / "runs.txt.killed").exists(), 15, "the second run")
-    pool.inject_kill_job(job_id)
+    faults.kill_job(pool, job_id)
     wait_for_status(pool, job_id, 4)
     # After the kill the job restarts from the checkpoint (step 1), not from scratch.
     assert runs.read_text().split() == ["1", "2", "2"]
@@ -285,7 +285,7 @@ def start_a_job_that_finishes_when_run_twice(pool, submit_dir):
 
 def test_injected_kill_evicts_and_the_job_runs_again(pool, submit_dir):
     job_id, runs = start_a_job_that_finishes_when_run_twice(pool, submit_dir)
-    pool.inject_kill_job(job_id)
+    faults.kill_job(pool, job_id)
     wait_for_status(pool, job_id, 4)
     assert len(runs.read_text().split()) == 2
     types = event_types(submit_dir / "jobs.log", job_id)
@@ -306,7 +306,7 @@ def test_kill_injection_names_what_is_wrong(pool, submit_dir):
     for job_id, message in (("x", "is not a job id"), ("99.0", "job 99.0 is not in the queue"),
                             (f"{held.cluster()}.0", "is not running")):
         with pytest.raises(PoolRequestError, match=message):
-            pool.inject_kill_job(job_id)
+            faults.kill_job(pool, job_id)
 
 
 def test_periodic_hold_holds_a_running_job_with_code_3(pool, submit_dir):

@@ -13,6 +13,7 @@ import time
 import htcondor2
 import pytest
 
+from htcannex_pool import faults
 from snakemake_executor_plugin_htcannex.cli import main
 
 SECOND = 1.6  # the log's 1 s steps, at both ends of an interval, plus a little delay
@@ -64,7 +65,7 @@ def test_report_of_a_pool_run_with_hold_eviction_and_checkpoint(embedded_pool, t
     schedd.act(htcondor2.JobAction.Release, f"{job_a}.0")
     _wait(lambda: (tmp_path / "evict-me").exists(), "job A's second step")
     time.sleep(2)
-    embedded_pool.inject_kill_job(f"{job_a}.0")
+    faults.kill_job(embedded_pool, f"{job_a}.0")
 
     job_b = schedd.submit(htcondor2.Submit({**common, "executable": "burn.py"})).cluster()
     _wait(lambda: _status(schedd, job_b) == 2, "job B running")
