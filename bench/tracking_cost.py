@@ -144,7 +144,9 @@ class _HtcannexDriver:
     held = False  # how the jobs are submitted
 
     def __init__(self, log: Path, pool, calls: Counter):
-        from snakemake_executor_plugin_htcannex.annex.manager import AnnexLedger, AnnexManager, EmbeddedBackend
+        from snakemake_executor_plugin_htcannex.annex.backends import EmbeddedBackend
+        from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
+        from snakemake_executor_plugin_htcannex.annex.manager import AnnexManager
         from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
         from snakemake_executor_plugin_htcannex.executor import Executor
         from snakemake_executor_plugin_htcannex.track.waiting import HeldAndIdle
@@ -199,7 +201,7 @@ class _AnnexWaitDriver(_HtcannexDriver):
     held = True  # htcannex queues a job held while its annex is not up
 
     def _sites_waited_for(self, catalogue, ledger) -> list:
-        from snakemake_executor_plugin_htcannex.annex.manager import LedgerEntry
+        from snakemake_executor_plugin_htcannex.annex.ledger import LedgerEntry
 
         sites = [site for site in catalogue.sites.values() if site.kind == "annex" and not site.manual]
         for site in sites:

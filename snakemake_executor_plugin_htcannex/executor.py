@@ -288,6 +288,9 @@ class Executor(RemoteExecutor):
         self._stop_submitting()
         super().shutdown()
         if self._runtime is not None:
+            # The run is over (done, failed or cancelled): no annex it requested idles on an allocation.
+            for said in self._runtime.annexes.release():
+                self.logger.info(said)
             self._runtime.tracker.close()
             self._log_writes.close()
 

@@ -11,7 +11,8 @@ from snakemake_interface_common.exceptions import WorkflowError
 
 from snakemake_executor_plugin_htcannex import paths, secrets
 from snakemake_executor_plugin_htcannex import schedd as schedd_seam
-from snakemake_executor_plugin_htcannex.annex.manager import AnnexLedger, AnnexManager
+from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
+from snakemake_executor_plugin_htcannex.annex.manager import AnnexManager
 from snakemake_executor_plugin_htcannex.sites.catalogue import Catalogue, HtcannexConfigError, load_catalogue
 from snakemake_executor_plugin_htcannex.submit.description import SubmitOptions, transfer_root
 from snakemake_executor_plugin_htcannex.track.event_log import EventLogTracker, HoldPolicy

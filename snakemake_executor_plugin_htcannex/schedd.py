@@ -16,7 +16,8 @@ import classad2
 import htcondor2
 from htcondor_codes import PARAM_DEFAULTS_S, param_seconds
 
-from snakemake_executor_plugin_htcannex.annex.manager import AnnexBackend, EmbeddedBackend, HtcondorCliBackend
+from snakemake_executor_plugin_htcannex.annex.backends import AnnexBackend, EmbeddedBackend
+from snakemake_executor_plugin_htcannex.annex.htcondor_cli import HtcondorCliBackend
 
 # The value of `pool:` (htcannex.yaml) or `--htcannex-schedd` that selects the
 # embedded pool, and the one that selects the local access point's own schedd.
@@ -99,10 +100,8 @@ def connect(target: str, pool_dir: Optional[Path] = None, config_path: Optional[
     if target == EMBEDDED:
         return _connect_embedded(pool_dir, config_path, create_pool)
     collector = htcondor2.Collector()
-    if target == DEFAULT:
-        return Connection(_local_schedd(), collector, HtcondorCliBackend(),
-                          negotiation_interval_s=param_seconds("NEGOTIATOR_INTERVAL"))
-    return Connection(_locate_schedd(collector, target), collector, HtcondorCliBackend(),
+    schedd = _local_schedd() if target == DEFAULT else _locate_schedd(collector, target)
+    return Connection(schedd, collector, HtcondorCliBackend(schedd, collector),
                       negotiation_interval_s=param_seconds("NEGOTIATOR_INTERVAL"))
 
 

@@ -33,7 +33,7 @@ from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 
 from snakemake_executor_plugin_htcannex import paths
-from snakemake_executor_plugin_htcannex.annex.manager import AnnexLedger
+from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
 from snakemake_executor_plugin_htcannex.sites.catalogue import HtcannexConfigError, load_catalogue
 from snakemake_executor_plugin_htcannex.ops.plan import plan_report
 from snakemake_executor_plugin_htcannex.sites.rotation import RotationError

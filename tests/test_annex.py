@@ -4,12 +4,9 @@ import threading
 
 import pytest
 
-from snakemake_executor_plugin_htcannex.annex.manager import (
-    AnnexLedger,
-    AnnexManager,
-    AnnexState,
-    HtcondorCliBackend,
-)
+from snakemake_executor_plugin_htcannex.annex.htcondor_cli import HtcondorCliBackend
+from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
+from snakemake_executor_plugin_htcannex.annex.manager import AnnexManager, AnnexState
 from snakemake_executor_plugin_htcannex.sites.catalogue import AnnexGuards
 from snakemake_executor_plugin_htcannex.sites.site import Site
 
@@ -131,7 +128,8 @@ def test_mode_off_prints_the_create_command(manager):
     status = manager(mode="off").ensure(make_site())
     assert status.state is AnnexState.WAITING
     command = status.message.splitlines()[-1].strip()
-    assert command.startswith("ANNEX_USE_OLD_CREATE=true htcondor annex create htcannex-expanse ")
+    # Copied into a shell it must work: HTCondor takes a knob from the environment as _CONDOR_<KNOB>.
+    assert command.startswith("_CONDOR_ANNEX_USE_OLD_CREATE=true htcondor annex create htcannex-expanse ")
     argv = shlex.split(command)[1:]
     assert argv[4] == "gpu-shared@expanse"
     assert argv[argv.index("--project") + 1] == "ABC123"

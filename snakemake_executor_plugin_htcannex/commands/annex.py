@@ -45,7 +45,7 @@ def plan(args) -> int:
     if not snakefile.is_file():
         raise UsageError(f"no Snakefile at {snakefile}: run this where the workflow's Snakefile is, "
                          "or name it with -s PATH")
-    from snakemake_executor_plugin_htcannex.annex.manager import AnnexLedger
+    from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
 
     report = plan_report(catalogue, needed_jobs(snakefile, Path.cwd()),
                          AnnexLedger(paths.annex_ledger()).spent_core_hours())
@@ -55,7 +55,8 @@ def plan(args) -> int:
 
 
 def create(args) -> int:
-    from snakemake_executor_plugin_htcannex.annex.manager import AnnexLedger, AnnexManager
+    from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
+    from snakemake_executor_plugin_htcannex.annex.manager import AnnexManager
     from snakemake_executor_plugin_htcannex.schedd import connect
 
     path = catalogue_path(args)

@@ -103,7 +103,7 @@ def plan(args) -> int:
             line = subprocess.list2cmdline(argv).replace(template.SITE_TO_BE_PLACED, site)
             print(f"{run:<10}{chunk:>6}  {job.cell:<12}{line}")
     if planned:
-        from snakemake_executor_plugin_htcannex.annex.manager import AnnexLedger
+        from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
 
         print("\n" + render_plan(catalogue, planned, AnnexLedger(paths.annex_ledger()).spent_core_hours()))
     impossible = [job for job in cells.values() if job.cell == IMPOSSIBLE_MARK]

@@ -176,7 +176,10 @@ class HeldAndIdle:
             self._logger.info(f"Annex {site.name} is up: released HTCondor job {job_info.external_jobid}")
             return True
         if time.time() - job.waiting_since > runtime.idle_timeout_s:
-            return self._move_or_fail(job_info, f"annex {site.annex_name} did not come up. {status.message}")
+            # Left queued at the site, it would start later and idle on the allocation.
+            withdrawn = runtime.annexes.give_up(site)
+            return self._move_or_fail(job_info, f"annex {site.annex_name} did not come up ({withdrawn}). "
+                                                f"{status.message}")
         return True
 
     def without_event_log(self, job_info: SubmittedJobInfo) -> Optional[JobRecord]:

@@ -1,0 +1,75 @@
+"""htcannex on real annexes: chunks of a chain rotate between two NAIRR systems (Expanse's `shared` and
+Delta's `cpu` queue), each system's annex created by `htcondor annex create` over ssh as a Slurm job whose
+pilot joins the access point's pool; run from the snakemake command line as the unprivileged submitter.
+"""
+import json
+import re
+
+import pytest
+import yaml
+from realsite_harness import PROFILE, REPOSITORY
+
+from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
+
+pytestmark = [pytest.mark.realsite, pytest.mark.slow]
+
+CHAIN = REPOSITORY / "tests" / "workflows" / "chunks"
+
+
+def snakemake(realsite, workdir, *args, timeout=900):
+    return realsite.run("snakemake", "--profile", workdir / "profile", *args, cwd=workdir, timeout=timeout, check=False)
+
+
+def with_profile(realsite, source, **annex):
+    """A working directory with `source` and the harness's profile (annex settings overridden)."""
+    workdir = realsite.workdir(source)
+    (workdir / "profile").mkdir()
+    for name in ("config.yaml", "htcannex.yaml"):
+        (workdir / "profile" / name).write_text((PROFILE / name).read_text())
+    if annex:
+        path = workdir / "profile" / "htcannex.yaml"
+        document = yaml.safe_load(path.read_text())
+        document["annex"].update(annex)
+        path.write_text(yaml.safe_dump(document))
+    return realsite.own(workdir)
+
+
+def annex_of_batch_job(realsite) -> dict[str, str]:
+    """Slurm job id -> annex name, from HTCondor's record of each annex request (its local-universe job)."""
+    ads = realsite.run("condor_history", "-constraint", "hpc_annex_name isnt undefined", "-af", "hpc_annex_JOB_ID",
+                       "hpc_annex_name").stdout.split("\n")[:-1]
+    ads += realsite.run("condor_q", "-allusers", "-constraint", "hpc_annex_name isnt undefined", "-af",
+                        "hpc_annex_JOB_ID", "hpc_annex_name").stdout.split("\n")[:-1]
+    return dict(line.split() for line in ads if not line.startswith("undefined"))
+
+
+def test_chunks_hop_between_real_annexes_of_two_systems_and_nothing_is_left(realsite):
+    workdir = with_profile(realsite, CHAIN)
+    result = snakemake(realsite, workdir, "--config", "runs=[0, 1]", "chunks=3")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    for run in ("0", "1"):
+        assert (workdir / f"results/run{run}/chunk2.txt").read_text().splitlines() == [
+            f"run {run} chunk {chunk}" for chunk in range(3)]
+    log = result.stderr
+    # Each system's annex was created by HTCondor's own command; the jobs waited on hold for it.
+    assert "requested annex htcannex-expanse" in log and "requested annex htcannex-delta" in log, log[-3000:]
+    assert "Annex expanse is up: released" in log and "Annex delta is up: released" in log
+
+    # Every chunk ran in the pilot of its planned system's annex: the slot's name carries its Slurm job.
+    catalogue = load_catalogue(workdir / "profile" / "htcannex.yaml")
+    batch = annex_of_batch_job(realsite)
+    ran = realsite.run("condor_history", "-constraint", 'HtcannexRule == "train_chunk"', "-af",
+                       "HtcannexWildcards", "TargetAnnexName", "LastRemoteHost").stdout.split("\n")[:-1]
+    assert len(ran) == 6, ran
+    for line in ran:
+        wildcards, target, slot = re.fullmatch(r"(\{.*\}) (\S+) (\S+)", line).groups()
+        wildcards = json.loads(wildcards)
+        planned = catalogue.sites[catalogue.rotation.place("train_chunk", wildcards).site].annex_name
+        assert target == planned
+        assert batch[re.search(r"@slurm(\d+)@", slot)[1]] == planned, (line, batch)
+
+    # The ledger counts each real request once; the run ended every annex it requested.
+    ledger = json.loads((workdir / ".htcannex" / "annex-requests.json").read_text())
+    assert sorted(entry["name"] for entry in ledger) == sorted(set(batch.values())) == \
+        ["htcannex-delta", "htcannex-expanse"]
+    realsite.wait_until_nothing_is_left()
