@@ -167,28 +167,38 @@ def output_names(job, sandbox: Path, before: dict) -> list[str]:
 def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, succeeded: bool) -> int:
     """Send the job's outputs back (returns the bytes); a declared output that is missing fails
     the transfer. With `when_to_transfer_output = ON_SUCCESS` a failed job sends back only stdout/stderr.
-    `origin` is resolved (the daemon resolves it once). The sandbox is spent afterwards: its files
-    may have been moved out (_deliver)."""
+    As HTCondor's FileTransfer::DoUpload, a file that cannot be read or stored fails the transfer
+    only after the rest went back, stdout and stderr among them (the first failure is the one
+    reported), and a missing file arrives as an empty one. `origin` is resolved (the daemon resolves
+    it once). The sandbox is spent afterwards: its files may have been moved out (_deliver)."""
     send_files = succeeded or job.get("WhenToTransferOutput") != "ON_SUCCESS"
-    sent = 0
+    sent, failures = 0, []
     # An output listed twice arrives once: its second transfer would write the same bytes again.
     for name in dict.fromkeys(output_names(job, sandbox, before)) if send_files else []:
         source = sandbox / name
-        if not source.exists():
-            raise _failure(job, "output", str(source), "(errno 2) No such file or directory")
         try:
             destination = _destination(job, origin, name)
         except ValueError as error:
             raise _failure(job, "output", str(source), str(error)) from None
+        if not source.exists():
+            failures.append(_failure(job, "output", str(source), "(errno 2) No such file or directory"))
+            if not destination.is_relative_to(origin):  # put_file sends an empty file in its place
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                destination.write_bytes(b"")
+            continue
         if destination.exists() and destination.is_relative_to(origin):
             existing = destination.relative_to(origin)
-            raise _failure(job, "output", str(source), f"(errno 17) the OSDF object {existing} already exists, "
-                           "and OSDF objects are immutable: write a new name", error_number=errno.EEXIST)
+            failures.append(_failure(job, "output", str(source), f"(errno 17) the OSDF object {existing} already "
+                                     "exists, and OSDF objects are immutable: write a new name",
+                                     error_number=errno.EEXIST))
+            continue
         sent += _send(job, source, destination, origin)
     iwd = Path(job["Iwd"])
     for captured, attribute in ((STDOUT, "Out"), (STDERR, "Err")):
         if job[attribute] != "/dev/null" and (sandbox / captured).exists():
             sent += _send(job, sandbox / captured, iwd / job[attribute], origin)
+    if failures:
+        raise failures[0]
     return sent
 
 

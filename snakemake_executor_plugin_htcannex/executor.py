@@ -347,10 +347,9 @@ class Executor(RemoteExecutor):
             if record.return_value is not None else record.end_reason
         )
         message = f"HTCondor job {record.job_id}{where} {what}. "
-        tail = secrets.redact(failure_hints.stderr_tail(tracked(job_info).stderr))
-        if tail:
-            message += f"Last lines of its stderr:\n{tail}\n"
-        message += failure_hints.hints(record, tail)
+        job = tracked(job_info)
+        message += failure_hints.command_output_text(job.stderr, job.spec.logs)
+        message += failure_hints.hints(record, secrets.redact(failure_hints.command_output(job.stderr, job.spec.logs)[1]))
         if failure_hints.killed(record, tail):
             # Most likely an out-of-memory kill (failure_hints.killed): the same request dies the same way,
             # while a larger one shares its node with fewer jobs or goes to a site with more memory.

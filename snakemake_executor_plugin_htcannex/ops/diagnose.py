@@ -2,17 +2,21 @@
 
 `diagnose(job_ad, catalogue, collector)` is what `htcannex why JOB` prints. For
 a held job it explains the HoldReasonCode and says what to change (holds.py has
-the words). For an idle job it renders matching.py's analysis of the job against
+the words). For a job that has left the queue (from the history) it says how it ended, and the
+last lines its command wrote. For an idle job it renders matching.py's analysis of the job against
 every annex slot, live and from the catalogue: *which* clause fails (memory,
 GPUs, GPU memory/capability, the annex name) on which site, and what to change.
 """
 import re
+from pathlib import Path
 from typing import Optional
 
 import classad2
 from htcondor_codes import JobStatus, status_word
 
 from snakemake_executor_plugin_htcannex.sites.catalogue import Catalogue
+from snakemake_executor_plugin_htcannex.submit.description import LOGS_ATTRIBUTE
+from snakemake_executor_plugin_htcannex.track import failure_hints
 from snakemake_executor_plugin_htcannex.track.holds import Hold
 from snakemake_executor_plugin_htcannex.sites.matching import SlotAnalysis, analyse_slot, catalogue_slot_ad, live_slots
 from snakemake_executor_plugin_htcannex.schedd import job_id as schedd_job_id
@@ -70,9 +74,9 @@ def diagnose(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue], collector
         where = f" (annex {annex})" if annex else ""
         return lines + [f"running on {job_ad.get('RemoteHost', '?')}{where}: nothing to explain"]
     elif status == JobStatus.REMOVED:
-        return lines + removal_report(job_ad, rule, job_id, annex)
+        return lines + removal_report(job_ad, rule, job_id, annex) + command_output(job_ad)
     elif status == JobStatus.COMPLETED:
-        return lines + ["it has left the queue: nothing to explain"]
+        return lines + completion_report(job_ad) + command_output(job_ad)
     if status in (JobStatus.IDLE, JobStatus.HELD):
         lines += match_report(job_ad, catalogue, collector)
     return lines
@@ -88,6 +92,26 @@ def removal_report(job_ad: classad2.ClassAd, rule: str, job_id: str, annex: Opti
     return lines + ["it was held when it was removed; the hold:",
                     *explain_hold(job_ad.get("LastHoldReasonCode"), job_ad.get("LastHoldReasonSubCode"),
                                   job_ad.get("LastHoldReason", ""), rule, job_id, annex)]
+
+
+def completion_report(job_ad: classad2.ClassAd) -> list[str]:
+    """How a job that ran to its end ended (its terminated event's facts, kept in the history)."""
+    if job_ad.get("ExitBySignal"):
+        return [f"it was killed by signal {job_ad.get('ExitSignal', '?')}"]
+    code = job_ad.get("ExitCode")
+    if code == 0:
+        return ["it exited 0: it succeeded, as far as HTCondor knows"]
+    return [f"it exited with return value {code}: its command failed"]
+
+
+def command_output(job_ad: classad2.ClassAd) -> list[str]:
+    """The last lines of what the job's command said, from the files that came back (its stderr,
+    the rule's logs, its stdout: failure_hints.command_output), as the failure message shows them."""
+    iwd = Path(job_ad.get("Iwd", "."))
+    logs = [name.strip() for name in job_ad.get(LOGS_ATTRIBUTE, "").split(",") if name.strip()]
+    stderr = job_ad.get("Err")
+    path, tail = failure_hints.command_output(str(iwd / stderr) if stderr else None, logs)
+    return [f"its command's last lines ({path}):", tail] if tail else ["it left no stderr, stdout or log here"]
 
 
 def match_report(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue], collector) -> list[str]:

@@ -85,6 +85,9 @@ class JobSpec:
     # The rule's container (Snakemake's `container:` under --software-deployment-method apptainer), which
     # HTCondor's container universe runs the job in instead of the profile's image (direct_command.py).
     container_image: str | None = None
+    # The rule's log files (workdir-relative), where a rule's shell often sends its command's stderr:
+    # a failed job's message and `htcannex why` show their last lines (failure_hints.command_output).
+    logs: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -392,6 +395,9 @@ def job_signature(spec: JobSpec, options: SubmitOptions) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+LOGS_ATTRIBUTE = "HtcannexLogs"  # the job ad's list of the rule's log files (JobSpec.logs)
+
+
 def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: ValueChecker) -> dict:
     """Attributes that say which job this is and where it must run (read by `htcannex status`)."""
     wildcards = json.dumps({str(name): str(value) for name, value in spec.wildcards.items()})
@@ -405,6 +411,8 @@ def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: V
         # names here, remoteresource.cpp), so the event log says which annex every execution was on.
         "ulog_execute_attrs": "AnnexName",
     }
+    if spec.logs:
+        commands[f"MY.{LOGS_ATTRIBUTE}"] = classad2.quote(check.text("log", ", ".join(spec.logs)))
     if spec.prepared_script:
         commands["MY.HtcannexPreparedScript"] = classad2.quote(check.text("prepared script", spec.prepared_script))
     if site is not None:

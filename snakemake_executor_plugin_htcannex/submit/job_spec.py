@@ -78,6 +78,7 @@ def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOpti
         attempt=job.attempt,
         ships_workflow_sources=command.runs_snakemake,
         needs_output_directories=not command.runs_snakemake,
+        logs=tuple(str(log) for log in _logs(job)),
         prepared_script=command.prepared_script,
         container_image=command.container_image,
         **files,

@@ -3,9 +3,11 @@ says enough to name one. Each hint is "" when it does not apply."""
 import os
 import re
 import signal
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Optional
 
+from snakemake_executor_plugin_htcannex import secrets
 from snakemake_executor_plugin_htcannex.runtime import EXECUTE_POINT_PATH
 from snakemake_executor_plugin_htcannex.track.event_log import JobRecord
 
@@ -32,6 +34,25 @@ def stderr_tail(path: Optional[str], lines: int = STDERR_TAIL_LINES) -> str:
         return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+def command_output(stderr: Optional[str], logs: Iterable[str]) -> tuple[str, str]:
+    """(the file, its last lines) of what a failed job's command said: its stderr; else the rule's
+    logs (a rule's shell that writes `> {log} 2>&1` sends its stderr there); else its stdout (the
+    stderr file's .out sibling, description.py names both). ("", "") when all are empty or absent.
+    HTCondor brings these back also when it holds the job for an output the command left missing."""
+    stdout = str(Path(stderr).with_suffix(".out")) if stderr else None
+    for path in (stderr, *logs, stdout):
+        tail = stderr_tail(path)
+        if tail.strip():
+            return path, tail
+    return "", ""
+
+
+def command_output_text(stderr: Optional[str], logs: Iterable[str]) -> str:
+    """The failure message's part that shows the command's output (command_output), its secrets redacted."""
+    path, tail = command_output(stderr, logs)
+    return f"Last lines of {path}:\n{secrets.redact(tail)}\n" if tail else ""
 
 
 def _untravelled_file_hint(stderr_tail: str) -> str:

@@ -55,7 +55,8 @@ _WHAT = {
         "(caches keep serving the first bytes written under a name), so nothing was written."),
     HoldKind.MISSING_OUTPUT: (
         "The job ended without writing that output, so its command most likely failed; HTCondor "
-        "reports this as an output-transfer hold (with no exit code and no stderr back)."),
+        "reports this as an output-transfer hold, with no exit code (its stdout, stderr and other "
+        "outputs still come back)."),
     HoldKind.SUBMIT_DIR_NOT_WRITABLE: (
         "Its outputs could not be written back: the submit directory is not writable by the user the "
         "job runs as (the job's Owner). HTCondor then also writes no event log, so Snakemake sees no events."),
@@ -80,7 +81,7 @@ _FIX = {
         "Fix: give every chunk's output a new name (put the run and chunk in the path, e.g. "
         ".../run{{run}}/ckpt-{{chunk}}.pt); to redo this chunk on purpose, delete or rename the object "
         "at the origin first, then run again. Releasing the job fails the same way."),
-    HoldKind.MISSING_OUTPUT: "Fix: run the rule locally or see `htcannex why {job_id}`.",
+    HoldKind.MISSING_OUTPUT: "Fix: what the command said (its last lines follow, where it wrote any) is why.",
     HoldKind.SUBMIT_DIR_NOT_WRITABLE: (
         "Fix: run Snakemake in a directory the job's owner can write (chown it to that user, or submit as "
         "the owner of the directory); on a personal pool that maps root to another user, that user."),

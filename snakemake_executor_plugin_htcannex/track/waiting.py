@@ -33,7 +33,8 @@ from snakemake_executor_plugin_htcannex.track import recovery
 from snakemake_executor_plugin_htcannex.annex.manager import AnnexState
 from snakemake_executor_plugin_htcannex.submit.description import JobSpec, job_signature, resource_request
 from snakemake_executor_plugin_htcannex.ops.diagnose import never_matches
-from snakemake_executor_plugin_htcannex.track.holds import memory_for_retry
+from snakemake_executor_plugin_htcannex.track import failure_hints
+from snakemake_executor_plugin_htcannex.track.holds import HoldKind, memory_for_retry
 from snakemake_executor_plugin_htcannex.submit.job_spec import wildcards_of
 from snakemake_executor_plugin_htcannex.sites.placement import Request
 from snakemake_executor_plugin_htcannex.runtime import Runtime
@@ -115,6 +116,8 @@ class HeldAndIdle:
             runtime.connection.schedd.act(htcondor2.JobAction.Release, record.job_id, reason=message)
             return True
         self._remove(record.job_id, "held: " + secrets.redact(record.hold_reason or ""))
+        if record.hold.kind is HoldKind.MISSING_OUTPUT:  # its command ran and most likely failed: what it said
+            message += " " + failure_hints.command_output_text(tracked(job_info).stderr, tracked(job_info).spec.logs)
         if record.hold.needs_more_memory:
             message += self.more_memory_next_time(tracked(job_info).spec, "it was held with")
         self._fail(job_info, msg=message + " ")

@@ -78,3 +78,28 @@ def test_every_mldag_var_reaches_the_jobs_arguments_and_environment(tmp_path, em
                         "none" if chunk == 1 else "true", row["alpha"], "2", "1"]
             seen = (workdir / "seen" / f"{run_uuid}-{chunk}").read_text().splitlines()
             assert seen == ["args " + " ".join(expected), "env " + " ".join(expected)]
+
+
+@pytest.mark.slow
+def test_a_failed_chunk_shows_what_its_command_said_and_why_explains_it_from_history(tmp_path, embedded_pool):
+    # The command exits 1 in chunk 2 before writing its output: HTCondor holds the job for the missing
+    # output (12/2), and what the command wrote to stderr still comes back.
+    workdir = experiment_copy("experiment", tmp_path)
+    script = workdir / "pretrain.sh"
+    script.write_text(script.read_text().replace("set -euo pipefail\n", (
+        'set -euo pipefail\nif [ "$1" = 2 ]; then echo "ValueError: loss is nan at epoch 2" >&2; exit 1; fi\n')))
+    experiment = workdir / "Experiment.yaml"
+    experiment.write_text(experiment.read_text().replace("stop: 3", "stop: 1"))
+    result = experiment_run(workdir, embedded_pool, "--retries", "0")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    message = output.split("Error in rule train_chunk:")[1].split("jobid:")[0]
+    assert "HoldReasonCode 12, HoldReasonSubCode 2" in message and "no stderr back" not in message
+    log = message.split("Last lines of ")[1].split(":\n")[0]
+    assert message.split("Last lines of ")[1].split(":\n")[1].startswith("ValueError: loss is nan at epoch 2")
+    assert (workdir / log).read_text() == "ValueError: loss is nan at epoch 2\n"  # on disk where it says
+    job_id = message.split("HTCondor job ")[1].split()[0]
+    why = run([str(BIN / "htcannex"), "why", job_id], workdir, pool_env(embedded_pool))
+    assert why.returncode == 0, why.stderr
+    assert f"htcannex why {job_id}" not in why.stdout  # it explains, instead of pointing at itself
+    assert why.stdout.rstrip().endswith(f"its command's last lines ({log}):\nValueError: loss is nan at epoch 2")

@@ -449,6 +449,28 @@ def test_a_missing_output_holds_the_job_with_a_transfer_code(backend):
     assert Hold(12, 2, held["HoldReason"]).kind is HoldKind.MISSING_OUTPUT
 
 
+def test_a_failed_command_missing_its_output_is_held_after_the_rest_came_back(backend):
+    # FileTransfer::DoUpload goes on after a file it cannot read (an empty file arrives in its place)
+    # and reports the first failure: the job's stdout, stderr and other outputs come back.
+    directory = backend.submit_dir()
+    executable = script(directory, "job.sh", """\
+        echo partial > written.txt
+        echo "epoch 1 done"
+        echo "ValueError: loss is nan" >&2
+        exit 1
+        """)
+    job = submit(backend, directory, executable, transfer_output_files="written.txt, never_written.txt")
+    try:
+        held = wait_for_event(backend, directory, job, JobEventType.JOB_HELD)
+        assert (held["HoldReasonCode"], held["HoldReasonSubCode"]) == (12, 2) and "never_written.txt" in held["HoldReason"]
+        assert (directory / "err").read_text() == "ValueError: loss is nan\n"
+        assert (directory / "out").read_text() == "epoch 1 done\n"
+        assert (directory / "written.txt").read_text() == "partial\n"
+        assert (directory / "never_written.txt").read_bytes() == b""
+    finally:
+        remove(backend, job)
+
+
 def test_an_unwritable_submit_directory_gets_no_log_and_an_output_hold(backend):
     directory = backend.submit_dir()
     executable = script(directory, "job.sh", "echo result > result.txt\n")
