@@ -45,13 +45,16 @@ from snakemake_executor_plugin_htcannex.submit.values import SubmitValueError
 from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob, tracked
 from snakemake_executor_plugin_htcannex.track.event_log import JobPhase
 
-NEWS_CHECK_S = 0.01  # how often the status thread looks whether the event log grew
-# Up to this many active jobs a write to the event log ends the status thread's wait at once
-# (log_writes.py). Each end then gets its own round of Snakemake's status check, which costs
-# O(active jobs): with 300 queued no-op jobs that was +1.4 ms of Snakemake's CPU per job, where
-# a look every NEWS_CHECK_S lets one round report the jobs that ended meanwhile.
+# How often the status thread looks whether the event log grew: without inotify (log_writes.py), and where
+# inotify watches the log and a write wakes the thread at once, for a log it does not see written (another
+# machine's writes onto a network filesystem). Each look costs CPU: every 10 ms, ~24 ms per second of a run.
+NEWS_CHECK_S = 0.01
+WATCHED_NEWS_CHECK_S = 0.25
+# Above this many active jobs, a job's end waits NEWS_CHECK_S for others before it ends the status thread's
+# wait: each end reported alone gets its own round of Snakemake's status check, which costs O(active jobs)
+# (with 300 queued no-op jobs +1.4 ms of Snakemake's CPU per job), where one round reports those that ended
+# meanwhile.
 WAKE_ON_WRITE_JOBS = 16
-
 
 class Executor(RemoteExecutor):
     def __init__(self, workflow, logger):
@@ -225,26 +228,29 @@ class Executor(RemoteExecutor):
         --seconds-between-status-checks.
 
         A poll reads only the one local event log (no schedd query), so it can follow
-        the log closely: a finished job is reported within NEWS_CHECK_S (with few active jobs,
-        as soon as its events are written: log_writes.py) instead of up to a whole status
-        interval later, which is what a chain of short jobs waits on.
+        the log closely: a finished job is reported as soon as its events are written where
+        inotify watches the log (log_writes.py), else within NEWS_CHECK_S, instead of up to a
+        whole status interval later, which is what a chain of short jobs waits on.
         The news is read here, and only a job to report or decide on ends the wait: every
         job also logs its submit, input transfer, start and output transfer, and a status
         check for each (Snakemake's round of its active jobs, through its lock and a thread
         pool) cost more CPU than the job's own Snakemake bookkeeping."""
         deadline = time.monotonic() + self.next_seconds_between_status_checks
-        while time.monotonic() < deadline:
+        while (left := deadline - time.monotonic()) > 0:
             if self._runtime is not None and self._runtime.tracker.has_news():
                 tracker = self._runtime.tracker
                 changed = tracker.poll()
                 if changed:
                     self._watch.heard()
                 if any(tracker.jobs[job_id].phase.wants_attention for job_id in changed):
+                    if len(self.active_jobs) > WAKE_ON_WRITE_JOBS:
+                        await asyncio.sleep(NEWS_CHECK_S)  # the jobs that end meanwhile share the round
                     return
-            if self._log_writes is not None and len(self.active_jobs) <= WAKE_ON_WRITE_JOBS:
-                await self._log_writes.wait(NEWS_CHECK_S)
-            else:
-                await asyncio.sleep(NEWS_CHECK_S)
+            if self._log_writes is None:
+                await asyncio.sleep(min(left, NEWS_CHECK_S))
+            else:  # it starts watching once the log exists
+                await self._log_writes.wait(min(left, WATCHED_NEWS_CHECK_S if self._log_writes.watching
+                                                else NEWS_CHECK_S))
 
     def print_job_error(self, job_info: SubmittedJobInfo, msg=None, **kwargs):
         job = job_info.job

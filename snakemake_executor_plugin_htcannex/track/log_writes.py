@@ -1,10 +1,9 @@
 """Waiting for the next write to the user event log: a chain of short jobs waits on each job's end.
 
-The status thread looks whether the log grew every NEWS_CHECK_S (executor.py); a job that ended
-just after a look waited for the next one: ~2.5-7 ms of a chain link's latency (docs/benchmarks.md).
-Where Linux's inotify can watch the log, a write to it ends the wait at once. Elsewhere (another
-system; a log written on another machine onto a network filesystem, which inotify does not see) the
-wait ends at its timeout and the next look finds the news, as before. The log itself stays the
+Where Linux's inotify can watch the log, a write to it ends the wait at once, and the status thread
+looks whether the log grew without a write only seldom (executor.py). Elsewhere (another system) the
+wait ends at its timeout, and the status thread looks often; a log written on another machine onto a
+network filesystem, which inotify does not see, is found by those looks. The log itself stays the
 only source of what happened: a wake-up only makes the status thread look sooner.
 """
 import asyncio
@@ -19,6 +18,11 @@ class LogWrites:
         # False once inotify is known to be of no use here; the waits are plain timeouts then.
         self._watchable = True
         self._woken: asyncio.Future | None = None
+
+    @property
+    def watching(self) -> bool:
+        """Whether a write ends a wait: else only its timeout does."""
+        return self._inotify is not None
 
     async def wait(self, timeout_s: float) -> None:
         """Return after the log's next write, at the latest after `timeout_s`. As cheap as
