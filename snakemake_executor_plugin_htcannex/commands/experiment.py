@@ -123,7 +123,7 @@ def run(args) -> int:
                          f"rotation; nothing was submitted. `htcannex experiment plan {args.experiment} --profile "
                          f"{args.profile}` says why for each")
     config = [f"{key}={value}" for key, value in _config(args).items()]
-    snakemake = [str(Path(sys.executable).parent / "snakemake"), "--executor", "htcannex", "--profile", args.profile,
+    snakemake = [sys.executable, "-m", "snakemake", "--executor", "htcannex", "--profile", args.profile,
                  "-s", str(bundled.workflow(WORKFLOW_NAME) / "Snakefile"), *args.extra, "--config", *config]
     return subprocess.run(snakemake).returncode
 
