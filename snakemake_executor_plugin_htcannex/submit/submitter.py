@@ -10,12 +10,14 @@ hands the description here; what the schedd answers comes back through the callb
 from this thread: the job id, or the error, which fails that job (as a refused
 `condor_submit` fails only that submit).
 
-After the jobs handed over together are submitted, one `reschedule()` follows, as
-condor_submit and DAGMan send one after their submits: the schedd then starts the new jobs on
+After the jobs handed over together are submitted (Snakemake's run_jobs hands over every job
+ready at once: `batch`), one `reschedule()` follows, as condor_submit and DAGMan send one after
+their submits: the schedd then starts the new jobs on
 the claims it holds (a claim kept idle by `keep_claim_idle`, description.py) and asks the
 negotiator for a cycle, instead of leaving them for its next periodic pass (SCHEDD_INTERVAL)
 and the negotiator's next cycle (NEGOTIATOR_INTERVAL) (schedd.cpp `reschedule_negotiator`).
 """
+import contextlib
 import logging
 import queue
 import threading
@@ -28,7 +30,7 @@ from snakemake_executor_plugin_htcannex.schedd import UNANSWERED
 
 Submitted = Callable[[Any], None]  # gets what schedd.submit returned
 Refused = Callable[[Exception], None]  # gets what it raised
-_STOP = object()
+_STOP, _BATCH_BEGINS, _BATCH_ENDS = object(), object(), object()
 log = logging.getLogger(__name__)
 
 
@@ -45,6 +47,16 @@ class Submitter:
             raise RuntimeError("the submitter was stopped: nothing more can be submitted")
         self._queue.put((description, on_submitted, on_refused))
 
+    @contextlib.contextmanager
+    def batch(self):
+        """The submits queued inside are followed by one reschedule, once they are all submitted (they are
+        submitted as they come)."""
+        self._queue.put(_BATCH_BEGINS)
+        try:
+            yield
+        finally:
+            self._queue.put(_BATCH_ENDS)
+
     def stop(self) -> None:
         """Submit what is queued, then stop; returns when every queued job has its answer."""
         if self._thread.is_alive():
@@ -52,15 +64,19 @@ class Submitter:
             self._thread.join()
 
     def _submit_forever(self):
-        stopping = False
-        while not stopping:
-            batch = [self._queue.get()]
-            while not self._queue.empty():  # the rest of what was handed over meanwhile
-                batch.append(self._queue.get())
-            stopping = _STOP in batch
-            queued = sum(self._submit(item) for item in batch if item is not _STOP)
-            if queued:
+        open_batches, unscheduled = 0, False
+        while (item := self._queue.get()) is not _STOP:
+            if item is _BATCH_BEGINS:
+                open_batches += 1
+            elif item is _BATCH_ENDS:
+                open_batches -= 1
+            else:
+                unscheduled |= self._submit(item)
+            if unscheduled and not open_batches and self._queue.empty():
                 self._reschedule()
+                unscheduled = False
+        if unscheduled:  # stopped inside a batch (Ctrl-C)
+            self._reschedule()
 
     def _submit(self, item) -> bool:
         """Submit one job; whether the schedd queued it."""
