@@ -290,11 +290,9 @@ class ClusterBuilder:
             self._set_container_transfer(ad, get, should)
         remaps = get("transfer_output_remaps")
         if remaps is not None:
-            remaps = remaps.strip().strip('"')
-            for entry in filter(None, (part.strip() for part in remaps.split(";"))):
-                if "=" not in entry:
-                    raise SubmitError(f"transfer_output_remaps: entry {entry!r} is not NAME = DESTINATION")
-            ad["TransferOutputRemaps"] = remaps
+            # Taken as it is (trim_and_strip_quotes_in_place); an entry without '=' is skipped when the outputs
+            # come back (remaps.py).
+            ad["TransferOutputRemaps"] = remaps.strip().strip('"')
         # What is transferred in, as condor_submit sizes it (SetImageSize, SetTransferFiles): the executable and
         # each input file or directory, in KiB rounded up, URLs and missing files 0; TransferInputSizeMB feeds the
         # default RequestDisk.

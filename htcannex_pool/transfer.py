@@ -23,6 +23,7 @@ from pathlib import Path
 import classad2
 from htcondor_codes import HoldCode
 
+from . import remaps
 from .jobads import file_list
 from .permissions import writable_by
 
@@ -112,6 +113,10 @@ def stage_in(job: classad2.ClassAd, sandbox: Path, origin: Path, checkpoint_dir:
             raise _failure(job, "input", name, str(error)) from None
         if not source.exists():
             raise _failure(job, "input", name, "(errno 2) No such file or directory")
+        if source.is_symlink() and source.is_dir() and not name.endswith("/"):
+            # HTCondor's DoUpload: "attempting to transfer symlink ... which points to a directory. This is
+            # not supported."
+            raise _failure(job, "input", name, "a symbolic link to a directory is not transferred")
         if source.is_dir() and name.endswith("/") and not _keeps_relative_path(job, name):
             # Its contents, where the directory would go; with preserve_relative_paths a relative
             # path's trailing slash is ignored (htcondor-jdl.rst; seen on a real 25.14.0 pool).
@@ -136,14 +141,14 @@ def snapshot(sandbox: Path) -> dict[str, tuple[float, int]]:
             for entry in sandbox.iterdir() if entry.is_file()}
 
 
-def _remaps(job) -> dict[str, str]:
-    pairs = (entry.split("=", 1) for entry in job.get("TransferOutputRemaps", "").split(";") if "=" in entry)
-    return {name.strip(): destination.strip() for name, destination in pairs}
-
-
 def _destination(job, origin: Path, name: str) -> Path:
+    """Where output `name` goes: where `transfer_output_remaps` sends it (remaps.py), or by its name. A
+    remapped file's directory is made if missing (ALLOW_TRANSFER_REMAP_TO_MKDIR, true by default)."""
     iwd = Path(job["Iwd"])
-    remapped = _remaps(job).get(name)
+    try:
+        remapped = remaps.remap(job.get("TransferOutputRemaps", ""), name)
+    except remaps.RemapCycle as error:
+        raise ValueError(str(error)) from None
     if remapped is not None:
         return origin_path(origin, remapped) if remapped.startswith(OSDF_PREFIX) else iwd / remapped
     base = _sandbox_name(job, name)
@@ -152,6 +157,20 @@ def _destination(job, origin: Path, name: str) -> Path:
         return (origin_path(origin, destination) if destination.startswith(OSDF_PREFIX)
                 else iwd / destination) / base
     return iwd / base
+
+
+def _sent_items(job, sandbox: Path, name: str) -> list[str]:
+    """The names HTCondor sends for listed output `name`: a directory listed without a trailing slash, with
+    preserve_relative_paths, is sent as itself and then each entry below it, by its path in the sandbox
+    (ExpandFileTransferList), each remapped on its own; anything else as one item."""
+    source = sandbox / name
+    if not (source.is_dir() and not name.endswith("/") and _keeps_relative_path(job, name)):
+        return [name]
+    items = [name]
+    for parent, directories, files in os.walk(source):
+        relative = Path(parent).relative_to(sandbox)
+        items += [str(relative / entry) for entry in sorted(directories) + sorted(files)]
+    return items
 
 
 def output_names(job, sandbox: Path, before: dict) -> list[str]:
@@ -176,23 +195,15 @@ def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, 
     # An output listed twice arrives once: its second transfer would write the same bytes again.
     for name in dict.fromkeys(output_names(job, sandbox, before)) if send_files else []:
         source = sandbox / name
-        try:
-            destination = _destination(job, origin, name)
-        except ValueError as error:
-            raise _failure(job, "output", str(source), str(error)) from None
         if not source.exists():
+            destination = _item_destination(job, source, name, origin)
             failures.append(_failure(job, "output", str(source), "(errno 2) No such file or directory"))
             if not destination.is_relative_to(origin):  # put_file sends an empty file in its place
                 destination.parent.mkdir(parents=True, exist_ok=True)
                 destination.write_bytes(b"")
             continue
-        if destination.exists() and destination.is_relative_to(origin):
-            existing = destination.relative_to(origin)
-            failures.append(_failure(job, "output", str(source), f"(errno 17) the OSDF object {existing} already "
-                                     "exists, and OSDF objects are immutable: write a new name",
-                                     error_number=errno.EEXIST))
-            continue
-        sent += _send(job, source, destination, origin)
+        for item in _sent_items(job, sandbox, name):
+            sent += _send_item(job, sandbox / item, item, origin, failures)
     iwd = Path(job["Iwd"])
     for captured, attribute in ((STDOUT, "Out"), (STDERR, "Err")):
         if job[attribute] != "/dev/null" and (sandbox / captured).exists():
@@ -200,6 +211,31 @@ def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, 
     if failures:
         raise failures[0]
     return sent
+
+
+def _item_destination(job, source: Path, name: str, origin: Path) -> Path:
+    try:
+        return _destination(job, origin, name)
+    except ValueError as error:
+        raise _failure(job, "output", str(source), str(error)) from None
+
+
+def _send_item(job, source: Path, name: str, origin: Path, failures: list) -> int:
+    """One item HTCondor sends back: a directory is made where it is remapped to (its contents are items of
+    their own), a file is sent. An OSDF object that exists already is a failure, added to `failures`."""
+    destination = _item_destination(job, source, name, origin)
+    if destination.exists() and destination.is_relative_to(origin):
+        existing = destination.relative_to(origin)
+        failures.append(_failure(job, "output", str(source), f"(errno 17) the OSDF object {existing} already "
+                                 "exists, and OSDF objects are immutable: write a new name", error_number=errno.EEXIST))
+        return 0
+    if source.is_dir() and _keeps_relative_path(job, name) and not name.endswith("/"):
+        if not writable_by(job["Owner"], destination.parent):
+            raise _failure(job, "output", str(source), f"creating {destination}: (errno {errno.EACCES}) "
+                           "Permission denied", error_number=errno.EACCES)
+        destination.mkdir(parents=True, exist_ok=True)
+        return 0
+    return _send(job, source, destination, origin)
 
 
 def _send(job, source: Path, destination: Path, origin: Path) -> int:

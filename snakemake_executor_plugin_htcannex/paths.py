@@ -6,6 +6,7 @@ A run directory (Snakemake's working directory) holds:
     .htcannex/logs/<job>.out|.err      each job's stdout and stderr
     .htcannex/scripts/<rule>-*.py      a script rule's script with Snakemake's preamble, for its job (direct_command.py)
     .htcannex/output-dirs/<digest>/    empty trees of jobs' output directories, sent to make them (output_directories.py)
+    .htcannex/names/<digest>           links with plain names to inputs whose names a transfer list cannot hold (transfer_names.py)
     .htcannex/annex-requests.json      the annexes requested, so a restart does not request them again
     .htcannex/pool/                    the embedded pool's spool (its own default: htcannex_pool.DEFAULT_SPOOL)
     .htcannex/driver/                  the Snakemake driver `htcannex submit` started (driver.py)
@@ -50,3 +51,7 @@ def driver_dir(workdir: Path | str = ".") -> Path:
 
 def annex_ledger(workdir: Path | str = ".") -> Path:
     return state_dir(workdir) / "annex-requests.json"
+
+
+def transfer_names_dir(workdir: Path | str = ".") -> Path:
+    return state_dir(workdir) / "names"

@@ -1,6 +1,7 @@
 """From a JobSpec to an htcondor2.Submit: resources, durations, files, annex pinning, quoting, injection."""
 import getpass
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -18,6 +19,8 @@ from snakemake_executor_plugin_htcannex.submit.description import (
 )
 from htcannex_pool import Pool
 from htcannex_pool.quoting import parse_arguments, parse_environment
+from htcannex_pool.remaps import remap, rules
+from snakemake_executor_plugin_htcannex.submit.transfer_names import remap_entry
 from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
 from snakemake_executor_plugin_htcannex.sites.site import SiteRefusal
 from snakemake_executor_plugin_htcannex.submit.values import SubmitValueError
@@ -231,7 +234,6 @@ def test_output_remaps_send_sandbox_files_to_osdf(options):
     "remaps, words",
     [
         ({"not/listed.pt": "osdf:///ns/x"}, "only a listed output"),
-        ({"out.pt": "osdf:///ns/x;y"}, "';' and '='"),
         ({"out.pt": "https://example.org/x"}, "only osdf://"),
         ({"out.pt": "osdf:///ns/x\nqueue 5"}, "newline"),
     ],
@@ -239,6 +241,36 @@ def test_output_remaps_send_sandbox_files_to_osdf(options):
 def test_bad_output_remaps_are_refused(options, remaps, words):
     with pytest.raises(SubmitValueError, match=words):
         submit_for(options, outputs=["out.pt"], output_remaps=remaps)
+
+
+def test_names_a_transfer_list_cannot_hold_travel_under_stand_ins(options, tmp_path):
+    """An input goes in through a link with a plain name; an output waits in a listed directory remapped to its
+    own directory (transfer_names.py), as HTCondor reads the remaps (htcannex_pool/remaps.py)."""
+    sweep = tmp_path / "lr=0.1,wd=0.01"
+    sweep.mkdir()
+    (sweep / "model.pt").write_text("weights")
+    submit = submit_for(options, inputs=["lr=0.1,wd=0.01/model.pt", "plain.txt"],
+                        outputs=["lr=0.1,wd=0.01/eval.txt", " lead, 1.txt", "plain-out.txt"])
+    link, plain = submit["transfer_input_files"].split(", ")
+    assert plain == "plain.txt" and (tmp_path / link).is_symlink() and (tmp_path / link).read_text() == "weights"
+    sweep_out, top_out, plain_out = submit["transfer_output_files"].split(", ")
+    assert plain_out == "plain-out.txt" and sweep_out.startswith(".htcannex-out-")
+    assert rules(submit["transfer_output_remaps"].strip('"')) == [(sweep_out, "lr=0.1,wd=0.01"), (top_out, ".")]
+
+
+@pytest.mark.parametrize("destination", ["a;b", " lead", "trail ", "back\\", "a=b,c", "x\\;y", "ünï cödé"])
+def test_a_remap_reads_back_as_the_same_path(destination):
+    """Each entry reads back as HTCondor reads it, naming the same path (`./x/.` is `x`); the next entry too."""
+    value = "; ".join([remap_entry("a=b", destination), remap_entry("next", "n")])
+    assert os.path.normpath(remap(value, "a=b")) == os.path.normpath(destination)
+    assert os.path.normpath(remap(value, "a=b/x")) == os.path.normpath(f"{destination}/x")
+    assert remap(value, "next") == "n"
+
+
+def test_an_input_directory_a_transfer_list_cannot_hold_is_refused_with_the_reason(options, tmp_path):
+    (tmp_path / "lr=0.1,wd=0.01").mkdir()
+    with pytest.raises(SubmitValueError, match="a directory cannot travel under another name"):
+        submit_for(options, inputs=["lr=0.1,wd=0.01"])
 
 
 def test_job_environment_wins_over_the_profile(options):
@@ -277,10 +309,9 @@ def test_on_a_shared_filesystem_a_container_image_is_read_where_it_is_and_the_po
     [
         ("input", {"inputs": ["/etc/passwd"]}, "only files under the workdir"),
         ("input", {"inputs": ["../outside.txt"]}, "only files under the workdir"),
-        ("input", {"inputs": ["a,b.txt"]}, "comma"),
+        ("input", {"inputs": ["osdf:///ns/a,b.txt"]}, "an OSDF object's name cannot contain a comma"),
         ("input", {"inputs": ["https://example.org/x"]}, "only osdf://"),
         ("output file", {"outputs": ["osdf:///ns/out"]}, "storage plugin"),
-        ("output file", {"outputs": [" lead.txt"]}, "comma or start or end with a space"),
     ],
 )
 def test_untransferable_paths_are_refused(options, field, overrides, words):

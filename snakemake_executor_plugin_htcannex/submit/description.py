@@ -40,12 +40,12 @@ from htcondor_codes import PARAM_DEFAULTS_S
 
 from snakemake_executor_plugin_htcannex import paths
 
-from snakemake_executor_plugin_htcannex.submit import output_directories
+from snakemake_executor_plugin_htcannex.submit import output_directories, transfer_names
 
 from snakemake_executor_plugin_htcannex.submit import template as submit_template
 from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, Site
 from snakemake_executor_plugin_htcannex.submit.values import (CONTAINER_IMAGE, ENV_NAME, GPU_MODEL, SubmitValueError, ValueChecker,
-                            extra_command)
+                            extra_command, literal)
 from snakemake_executor_plugin_htcannex.units import UnitError, format_duration_s, parse_duration_s, parse_size_mib
 
 # A job's stdout/stderr file is named after its rule, which is any text for a group job or an unnamed
@@ -344,37 +344,54 @@ def _files(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict:
         "max_retries": "0",
         "preserve_relative_paths": "true",
     }
-    transfer_in = list(dict.fromkeys(inputs + sources))
+    # Paths here; the submit language's text for each is literal(path).
+    transfer_in = [_listed_input(spec, path, options) for path in dict.fromkeys(inputs + sources)]
     directories = output_directories.of(outputs) if spec.needs_output_directories else []
-    if directories:
-        tree = check.text("output directories", output_directories.transferred_tree(options.workdir, directories))
-        if "," in tree:
-            raise SubmitValueError(spec.rule, "output directories", tree,
-                                   "HTCondor's transfer lists are comma separated: the working directory's path "
-                                   "cannot contain a comma; rename it")
-        transfer_in.append(tree)
+    if directories and output_directories.listable(options.workdir):
+        transfer_in.append(output_directories.transferred_tree(options.workdir, directories))
     if transfer_in:
-        commands["transfer_input_files"] = ", ".join(transfer_in)
-    if outputs:
-        commands["transfer_output_files"] = ", ".join(dict.fromkeys(outputs))
-    if spec.output_remaps:
-        commands["transfer_output_remaps"] = _remaps(spec, outputs, options, check)
+        commands["transfer_input_files"] = ", ".join(map(literal, transfer_in))
+    listed, stand_in_remaps = transfer_names.output_remaps(dict.fromkeys(outputs))
+    if listed:
+        commands["transfer_output_files"] = ", ".join(map(literal, listed))
+    remaps = {**stand_in_remaps, **_checked_remaps(spec, outputs, options, check)}
+    if remaps:
+        commands["transfer_output_remaps"] = _remaps(spec, remaps)
     return commands
 
 
-def _remaps(spec: JobSpec, outputs: list[str], options: SubmitOptions, check: ValueChecker) -> str:
-    """`transfer_output_remaps`: "name = destination; ..." for outputs listed in transfer_output_files."""
-    entries = []
+def _listed_input(spec: JobSpec, path: str, options: SubmitOptions) -> str:
+    """`path` as transfer_input_files lists it: itself, or the stand-in it travels under (transfer_names.py)."""
+    if "://" in path or not transfer_names.needs_stand_in(path):
+        return path
+    if os.path.isdir(os.path.join(options.initial_dir, path)):
+        raise SubmitValueError(spec.rule, "input", path,
+                               "HTCondor's transfer lists are comma separated and trim spaces at the ends of a "
+                               "name, and a directory cannot travel under another name (HTCondor does not send a "
+                               "link to a directory): rename the directory, or list the files in it as inputs")
+    return transfer_names.make_input_link(path, options.workdir, options.initial_dir)
+
+
+def _checked_remaps(spec: JobSpec, outputs: list[str], options: SubmitOptions, check: ValueChecker) -> dict:
+    """The job's own output remaps (OSDF outputs), checked: output as listed -> destination."""
+    remaps = {}
     for name, destination in spec.output_remaps.items():
         field = f"output remap {name!r}"
         source = check.path(field, name, options)
         if source not in outputs:
             raise SubmitValueError(spec.rule, field, name, "only a listed output can be remapped; add it to outputs")
-        target = check.path(field, destination, options)
-        if ";" in source + target or "=" in source + target:
-            raise SubmitValueError(spec.rule, field, f"{name} = {destination}",
-                                   "';' and '=' separate remaps: a remapped name cannot contain them")
-        entries.append(f"{source} = {target}")
+        remaps[source] = check.path(field, destination, options)
+    return remaps
+
+
+def _remaps(spec: JobSpec, remaps: Mapping[str, str]) -> str:
+    """`transfer_output_remaps`: "name = destination; ..." (transfer_names.remap_entry)."""
+    entries = []
+    for name, destination in remaps.items():
+        try:
+            entries.append(literal(transfer_names.remap_entry(name, destination)))
+        except ValueError as error:
+            raise SubmitValueError(spec.rule, f"output remap {name!r}", name, f"{error}; rename the file") from None
     return '"' + "; ".join(entries) + '"'
 
 

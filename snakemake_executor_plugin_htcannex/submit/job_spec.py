@@ -18,7 +18,7 @@ from snakemake.common.tbdstring import TBDString
 from snakemake.io import is_flagged
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
-from snakemake_executor_plugin_htcannex.submit import osdf_transfer
+from snakemake_executor_plugin_htcannex.submit import osdf_transfer, output_directories, transfer_names
 
 from snakemake_executor_plugin_htcannex.submit import template as submit_template
 from snakemake_executor_plugin_htcannex.submit.description import JobSpec, SubmitOptions, duration_category, resource_request
@@ -64,10 +64,15 @@ def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOpti
         files = dict(inputs=[*transfers.inputs, *command.files], outputs=transfers.outputs,
                      output_remaps=transfers.output_remaps, environment=transfers.environment)
     resources = dict(job.resources.items())
+    before, after = ("", "") if options.shared_fs else _moving_names(files, command, options)
     command_and_logs = _creating_logs(command.command, _logs(job))
     if command.after:
         command_and_logs = f"{command_and_logs} && {command.after}"
+    if after:
+        command_and_logs = f"{command_and_logs} && {_at_sandbox_top(after, options)}"
     wrapped = _in_sandbox_workdir(with_checkpoint_exit(command_and_logs), options.sandbox_workdir)
+    if before:
+        wrapped = f"{before} && {wrapped}"
     return JobSpec(
         rule=rule_label(job),
         jobid=job.jobid,
@@ -161,6 +166,35 @@ def _creating_logs(command: str, logs: list) -> str:
     names = " ".join(shlex.quote(str(log)) for log in logs)
     return (f'{command} && for log in {names}; do [ -e "$log" ] || '
             f'{{ mkdir -p "$(dirname "$log")" && : > "$log"; }}; done')
+
+
+def _moving_names(files: dict, command: JobCommand, options: SubmitOptions) -> tuple[str, str]:
+    """(shell run at the top of the sandbox before the command, after it succeeded) that moves the files
+    whose names a transfer list cannot hold from and to their stand-ins (transfer_names.py), and makes
+    the output directories of a job without Snakemake where their tree cannot travel (output_directories.py).
+    Nearly every job has none: only names that may need one are looked at."""
+    every_name = transfer_names.needs_stand_in(options.sandbox_workdir or "")  # it is in every sandbox path
+
+    def sandbox_paths(names) -> list[str]:
+        return [path for name in names if every_name or transfer_names.needs_stand_in(str(name))
+                if (path := transfer_names.in_sandbox(name, options.workdir, options.initial_dir)) is not None]
+
+    sources = options.workflow_sources if command.runs_snakemake else ()
+    before, after = transfer_names.in_job_steps(sandbox_paths([*files["inputs"], *sources]),
+                                                sandbox_paths(files["outputs"]), options.workdir, options.initial_dir)
+    if not command.runs_snakemake and not output_directories.listable(options.workdir):
+        outputs = [path for name in files["outputs"]
+                   if (path := transfer_names.in_sandbox(name, options.workdir, options.initial_dir)) is not None]
+        before = " && ".join(filter(None, (before, output_directories.in_job(options.workdir,
+                                                                               output_directories.of(outputs)))))
+    return before, after
+
+
+def _at_sandbox_top(command: str, options: SubmitOptions) -> str:
+    """`command`, run from the job's working directory at the top of the sandbox."""
+    if options.sandbox_workdir is None:
+        return command
+    return f"(cd {shlex.quote(os.path.relpath(options.initial_dir, options.workdir))} && {command})"
 
 
 def _in_sandbox_workdir(command: str, where: str | None) -> str:

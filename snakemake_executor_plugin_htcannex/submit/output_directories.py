@@ -11,20 +11,36 @@ CPU and ~1 ms of a chain link's latency, docs/benchmarks.md), as a sandbox start
   (`preserve_relative_paths` keeps relative paths only; src/condor_utils/file_transfer.cpp
   ExpandFileTransferList, DoUpload's TransferCommand::Mkdir, DoDownload's mkdir). So
   `results/run1/` arrives as `results/run1/`, merged with directories the inputs bring.
+- A workdir whose path a transfer list cannot hold (a comma; transfer_names.py) cannot list the tree:
+  the job's shell makes the directories (`in_job`).
 - On a shared filesystem the job runs in the workdir, and the directories are made there before
   the submit, as Snakemake's local executor makes them in its own process (Job.prepare).
 """
 import hashlib
+import shlex
 import shutil
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from snakemake_executor_plugin_htcannex import paths
+from snakemake_executor_plugin_htcannex.submit.transfer_names import needs_stand_in
 
 
 def of(outputs: Iterable[str]) -> list[str]:
     """The directories (relative, sorted) that `outputs` (relative paths) are written in."""
     return sorted({str(PurePosixPath(output).parent) for output in outputs} - {"."})
+
+
+def listable(workdir: Path) -> bool:
+    """Whether the trees of `workdir` can be listed in transfer_input_files (transferred_tree)."""
+    return not needs_stand_in(str(paths.output_directories_dir(workdir)))
+
+
+def in_job(workdir: Path, directories: list[str]) -> str:
+    """Shell that makes `directories` in the job's sandbox where their tree cannot be listed; else ""."""
+    if not directories or listable(workdir):
+        return ""
+    return "mkdir -p -- " + " ".join(map(shlex.quote, directories))
 
 
 def transferred_tree(workdir: Path, directories: list[str]) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import classad2
 
 from snakemake_executor_plugin_htcannex.secrets import contains_secret, redact, secret_values
+from snakemake_executor_plugin_htcannex.submit.transfer_names import needs_stand_in
 
 if TYPE_CHECKING:  # only for the annotation: description.py imports this module
     from snakemake_executor_plugin_htcannex.submit.description import SubmitOptions
@@ -165,13 +166,18 @@ class ValueChecker:
 
     def path(self, field: str, value: str, options: "SubmitOptions") -> str:
         """A file to transfer, relative to the job's initial directory (osdf:// URLs pass as they are);
-        a relative `value` is relative to the workdir."""
-        text = self.text(field, value)
-        if "," in text or text != text.strip() or not text:
-            raise SubmitValueError(self.rule, field, value,
-                                   "HTCondor's transfer lists are comma separated: a file name cannot contain a "
-                                   "comma or start or end with a space; rename the file")
+        a relative `value` is relative to the workdir. Checked as `text` is, and returned as a path (the
+        submit language's text for it is `literal(path)`)."""
+        self.text(field, value)
+        text = str(value)
+        if not text:
+            raise SubmitValueError(self.rule, field, value, "an empty file name")
         if text.startswith("osdf://"):
+            if needs_stand_in(text):
+                raise SubmitValueError(self.rule, field, value,
+                                       "HTCondor's transfer lists are comma separated, and a URL cannot travel under "
+                                       "another name: an OSDF object's name cannot contain a comma or start or end "
+                                       "with a space; rename the object")
             return text
         if "://" in text:
             raise SubmitValueError(self.rule, field, value, "only osdf:// URLs can be transferred by htcannex")

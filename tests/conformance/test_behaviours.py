@@ -18,6 +18,7 @@ import pytest
 from htcondor_codes import schedd_memory_usage_mb, schedd_rounded
 from snakemake_executor_plugin_htcannex.submit.description import quote_new_syntax
 from snakemake_executor_plugin_htcannex.track.holds import Hold, HoldKind
+from snakemake_executor_plugin_htcannex.submit.transfer_names import remap_entry
 from snakemake_executor_plugin_htcannex.submit.values import literal
 
 from waiting import wait_until
@@ -342,6 +343,35 @@ def test_with_preserve_relative_paths_a_relative_directory_s_trailing_slash_is_i
     terminated = wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
     assert terminated["ReturnValue"] == 0, (directory / "err").read_text()
     assert (directory / "seen.txt").read_text() == "b\n"
+
+
+def test_names_a_transfer_list_cannot_hold_travel_under_stand_ins_as_htcannex_writes_them(backend):
+    """What transfer_names.py relies on: an input sent through a symbolic link with a plain name (the file it
+    points to arrives), and a listed directory remapped to a directory whose name has a comma, '=', ';', a
+    space at its end and a non-ASCII letter: it is made under its remapped name, each file below it remapped
+    by its parent; a link to a directory is not sent (the job is held)."""
+    directory = backend.submit_dir()
+    awkward = "lr=0.1,wd=0.01; é "
+    (directory / awkward).mkdir(mode=0o777)
+    (directory / awkward).chmod(0o777)
+    (directory / awkward / "in, 1.txt").write_text("input\n")
+    (directory / "names").mkdir()
+    (directory / "names" / "in").symlink_to(directory / awkward / "in, 1.txt")
+    executable = script(directory, "job.sh", """\
+        mkdir -p stand-in/sub && cat names/in > 'stand-in/out, 1.txt' && echo deep > stand-in/sub/deep.txt
+        """)
+    job = submit(backend, directory, executable, transfer_input_files="names/in", preserve_relative_paths="true",
+                 transfer_output_files="stand-in",
+                 transfer_output_remaps=f'"{literal(remap_entry("stand-in", awkward))}"')
+    terminated = wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
+    assert terminated["ReturnValue"] == 0, (directory / "err").read_text()
+    assert (directory / awkward / "out, 1.txt").read_text() == "input\n"
+    assert (directory / awkward / "sub" / "deep.txt").read_text() == "deep\n"
+    assert not (directory / "stand-in").exists()
+    (directory / "names" / "dir").symlink_to(directory / awkward)
+    linked = submit(backend, directory, executable, transfer_input_files="names/dir", preserve_relative_paths="true")
+    held = wait_for_event(backend, directory, linked, JobEventType.JOB_HELD)
+    assert held["HoldReasonCode"] == 13, held.get("HoldReason")
 
 
 def test_a_job_submitted_on_hold_waits_until_released(backend):
