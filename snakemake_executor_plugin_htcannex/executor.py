@@ -9,6 +9,7 @@ held, waiting for its annex or idle too long is handled by held_and_idle.py.
 """
 import asyncio
 import dataclasses
+import threading
 import time
 from typing import AsyncGenerator, Optional
 
@@ -67,6 +68,7 @@ class Executor(RemoteExecutor):
         # looking at when the signal comes.
         self._unreported: dict[str, Optional[str]] = {}
         self._log_writes: Optional[LogWrites] = None
+        self._shut_down = False
         super().__init__(workflow, logger)
 
     def __post_init__(self):
@@ -82,6 +84,11 @@ class Executor(RemoteExecutor):
                                           self.report_job_error, self._placement_request)
         self._log_writes = LogWrites(runtime.tracker.path)
         self._runtime = runtime  # the status thread starts checking jobs with this
+        # A run with nothing to do returns without shutting its executor down (Workflow.execute), and
+        # the status thread would meet the interpreter's shutdown mid-poll ("cannot schedule new
+        # futures after shutdown"). Registered after concurrent.futures' own exit hook, this runs
+        # before it, as threading runs these hooks last registered first.
+        threading._register_atexit(self._shutdown_unless_done)
         if self._runtime.withheld_secrets:
             self.logger.warning(secrets.withheld_warning(self._runtime.withheld_secrets))
         if self._runtime.unlisted_sources:
@@ -296,6 +303,7 @@ class Executor(RemoteExecutor):
                              *self._unreported.values())
 
     def shutdown(self):
+        self._shut_down = True
         self._stop_submitting()
         super().shutdown()
         if self._runtime is not None:
@@ -306,6 +314,10 @@ class Executor(RemoteExecutor):
             self._log_writes.close()
 
     # -- helpers ---------------------------------------------------------------
+
+    def _shutdown_unless_done(self) -> None:
+        if not self._shut_down:
+            self.shutdown()
 
     def _stop_submitting(self) -> None:
         if self._submitter is not None:  # None: __post_init__ failed before there was one

@@ -103,3 +103,16 @@ def test_a_failed_chunk_shows_what_its_command_said_and_why_explains_it_from_his
     assert why.returncode == 0, why.stderr
     assert f"htcannex why {job_id}" not in why.stdout  # it explains, instead of pointing at itself
     assert why.stdout.rstrip().endswith(f"its command's last lines ({log}):\nValueError: loss is nan at epoch 2")
+
+
+@pytest.mark.slow
+def test_a_rerun_with_nothing_to_do_ends_quietly(tmp_path, embedded_pool):
+    workdir = experiment_copy("vars_experiment", tmp_path)
+    assert experiment_run(workdir, embedded_pool).returncode == 0
+    # Snakemake returns from a run with nothing to do without shutting its executor down; the status
+    # thread then met the interpreter's exit mid-poll about one run in three.
+    for _ in range(6):
+        rerun = experiment_run(workdir, embedded_pool)
+        output = rerun.stdout + rerun.stderr
+        assert rerun.returncode == 0 and "Nothing to be done" in output, output[-3000:]
+        assert "cannot schedule new futures" not in output and "Traceback" not in output, output[-3000:]
