@@ -53,17 +53,13 @@ CHECKPOINT_SET = content_hash(
 if config["checkpoint_store"] == "osdf" and not TEMPLATE:
     from snakemake_storage_plugin_osdf.integrity import SIDECAR_SUFFIX
 
-    if SIDECAR_SUFFIX in SIDECARS:
-        raise WorkflowError(f"{EXPERIMENT_SOURCE}: training.sidecars lists {SIDECAR_SUFFIX}, which the osdf store "
-                            "writes for every object itself (its checksum): remove it from sidecars, or name your "
-                            "command's file differently")
-
     def checkpoint_files(relative, name="checkpoint"):
         """Named files of one checkpoint: objects of the store, the command's sidecars each an object
-        next to it (the osdf provider moves the checksum sidecar of each itself)."""
+        next to it, but a .sha256 (SIDECAR_SUFFIX): the osdf provider moves each object's checksum
+        sidecar itself."""
         url = store_url(f"{EXPERIMENT.slug}/set-{CHECKPOINT_SET}/{relative}")
         return {name: store_file(url)} | {f"{name}_sidecar_{i}": store_file(url + suffix)
-                                          for i, suffix in enumerate(SIDECARS)}
+                                          for i, suffix in enumerate(SIDECARS) if suffix != SIDECAR_SUFFIX}
 
 else:
 

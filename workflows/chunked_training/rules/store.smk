@@ -5,10 +5,33 @@
 # store_file turns one into the storage file where a rule lists it.
 import hashlib
 import json
+import os
 
 from snakemake.exceptions import WorkflowError
 
 STORE = "osdf"  # the storage provider's name, and the scheme of its URLs
+
+
+def configfiles_over_profile_config():
+    """Snakemake lets --config override configfiles, and a profile's `config:` is --config: the
+    local profile's `checkpoint_store: osdf` replaced a module user's own `checkpoint_store: local`.
+    Here a top-level key that a configfile of the user's sets (`configfile:` in their Snakefile,
+    --configfile; not this workflow's own config/config.yaml, its defaults) keeps the user's value:
+    a profile's config only overrides the workflow's defaults (docs/bring_your_own_training.md,
+    "Which config wins"). Jobs decide the same from the same files."""
+    from snakemake.common.configfile import load_configfile
+
+    defaults = os.path.abspath(os.path.join(HERE, "config", "config.yaml"))
+    explicit = {}
+    for path in workflow.configfiles:
+        if os.path.abspath(path) != defaults:
+            explicit.update(load_configfile(path) or {})
+    for key in workflow.config_settings.config:
+        if key in explicit:
+            config[key] = explicit[key]
+
+
+configfiles_over_profile_config()
 
 
 def content_hash(value):

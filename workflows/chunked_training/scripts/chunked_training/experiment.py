@@ -23,9 +23,10 @@ SEED_RANGE = 1_000_000  # MLDAG draws random_seed from 0..1e6
 # What the contract adds to a chunk's MLDAG VARS; a var cannot take one of these names.
 CONTRACT_PLACEHOLDERS = ("first_epoch", "chunk", "chunks", "resume_from", "write_to", "self_checkpoint", "threads", "workflow_dir",
                          "python", "checkpoint")
-MLDAG_VARS = ("epoch", "run_uuid", "random_seed", "ResourceName", "continue_from_checkpoint", "run_number")
-# MLDAG's run_number: which repetition of its point of the vars a run is (the talk's VARS give 0 to
-# run0 and run1 alike); each point is trained once here.
+MLDAG_VARS = ("epoch", "run_uuid", "random_seed", "ResourceName", "continue_from_checkpoint")
+# MLDAG's run_number: which repetition of its point of the other vars a run is. The talk's VARS give
+# 0 to run0 and run1 alike; an experiment that wants repetitions sweeps it as a var
+# (`run_number: {type: range, stop: 3}`), whose value then wins.
 RUN_NUMBER = 0
 
 
