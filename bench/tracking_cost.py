@@ -149,7 +149,8 @@ class _HtcannexDriver:
         from snakemake_executor_plugin_htcannex.annex.manager import AnnexManager
         from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
         from snakemake_executor_plugin_htcannex.executor import Executor
-        from snakemake_executor_plugin_htcannex.track.waiting import HeldAndIdle
+        from snakemake_executor_plugin_htcannex.status_check import StatusCheck
+        from snakemake_executor_plugin_htcannex.waiting import HeldAndIdle
         from snakemake_executor_plugin_htcannex.track.liveness import SILENT_CHECKS, ScheddWatch
         from snakemake_executor_plugin_htcannex.runtime import Runtime
         from snakemake_executor_plugin_htcannex.schedd import Connection
@@ -168,12 +169,14 @@ class _HtcannexDriver:
         # As the local profile's status interval (1 s) sets it: a schedd query after 5 s of silence.
         self.executor._watch = ScheddWatch(schedd, SILENT_CHECKS * 1.0, True, self.executor.logger)
         self.executor._runtime = Runtime(
-            config=catalogue, connection=Connection(schedd, collector=None, annex_backend=None),
+            config=catalogue, connection=Connection(schedd, collector=None),
             tracker=EventLogTracker(log), annexes=annexes, hold_policy=HoldPolicy(), submit_options=None,
             idle_timeout_s=3600, direct_commands=False, job_python="python",
         )
         self.executor._held_and_idle = HeldAndIdle(self.executor._runtime, self.executor.logger, "fail",
                                                    self.executor.report_job_error, self.executor._placement_request)
+        self.executor._status_check = StatusCheck(self.executor._runtime, self.executor._held_and_idle,
+                                                  self.executor.report_job_success, self.executor.report_job_error)
         self.executor.status_rate_limiter = _rate_limiter()
 
     def _sites_waited_for(self, catalogue, ledger) -> list:

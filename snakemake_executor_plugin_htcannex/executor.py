@@ -21,18 +21,17 @@ from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
 from snakemake_executor_plugin_htcannex import secrets
 
-from snakemake_executor_plugin_htcannex.track import failure_hints
-
 from snakemake_executor_plugin_htcannex.submit import one_step, refusal
 from snakemake_executor_plugin_htcannex import schedd as schedd_seam
 from snakemake_executor_plugin_htcannex.track.adoption import Adoption, CompletedWhileDown
 from snakemake_executor_plugin_htcannex.annex.manager import AnnexState
 from snakemake_executor_plugin_htcannex.submit.direct_command import NeedsSnakemake, direct_command
 from snakemake_executor_plugin_htcannex.submit.description import JobSpec, build_submit, job_signature
-from snakemake_executor_plugin_htcannex.track.waiting import HeldAndIdle
+from snakemake_executor_plugin_htcannex.status_check import StatusCheck
+from snakemake_executor_plugin_htcannex.waiting import HeldAndIdle
 from snakemake_executor_plugin_htcannex.track.liveness import SILENT_CHECKS, ScheddWatch
 from snakemake_executor_plugin_htcannex.track.log_writes import LogWrites
-from snakemake_executor_plugin_htcannex.submit.job_spec import (JobCommand, job_spec, missing_products, placement_request, rule_label, wildcards_of,
+from snakemake_executor_plugin_htcannex.submit.job_spec import (JobCommand, job_spec, placement_request, rule_label, wildcards_of,
                        with_memory)
 from snakemake_executor_plugin_htcannex.sites.placement import Request, place
 from snakemake_executor_plugin_htcannex.ops.plan import plan_report
@@ -42,9 +41,8 @@ from snakemake_executor_plugin_htcannex.runtime import Runtime
 from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, SiteRefusal
 from snakemake_executor_plugin_htcannex.submit.submitter import Submitter
 from snakemake_executor_plugin_htcannex.submit.template import TemplateError
-from snakemake_executor_plugin_htcannex.submit.values import SubmitValueError
+from snakemake_executor_plugin_htcannex.submit_language import SubmitValueError
 from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob, tracked
-from snakemake_executor_plugin_htcannex.track.event_log import JobPhase
 
 # How often the status thread looks whether the event log grew: without inotify (log_writes.py), and where
 # inotify watches the log and a write wakes the thread at once, for a log it does not see written (another
@@ -82,6 +80,7 @@ class Executor(RemoteExecutor):
         self._adoption.remove_stale_scripts()  # before this run prepares any
         self._held_and_idle = HeldAndIdle(runtime, self.logger, self.workflow.executor_settings.unmatchable,
                                           self.report_job_error, self._placement_request)
+        self._status_check = StatusCheck(runtime, self._held_and_idle, self.report_job_success, self.report_job_error)
         self._log_writes = LogWrites(runtime.tracker.path)
         self._runtime = runtime  # the status thread starts checking jobs with this
         # A run with nothing to do returns without shutting its executor down (Workflow.execute), and
@@ -225,7 +224,7 @@ class Executor(RemoteExecutor):
         self._held_and_idle.new_poll(active_jobs)
         for job_info in active_jobs:
             try:
-                active = self._still_active(job_info)
+                active = self._status_check.still_active(job_info)
             except schedd_seam.UNANSWERED as error:
                 self._watch.unanswered(error)
                 active = True
@@ -322,62 +321,6 @@ class Executor(RemoteExecutor):
     def _stop_submitting(self) -> None:
         if self._submitter is not None:  # None: __post_init__ failed before there was one
             self._submitter.stop()
-
-    def _still_active(self, job_info: SubmittedJobInfo) -> bool:
-        """Act on what the event log says about one job; False once it is reported."""
-        waiting = self._held_and_idle
-        if tracked(job_info).held_for_annex:
-            return waiting.waiting_for_annex(job_info)
-        record = self._runtime.tracker.jobs.get(job_info.external_jobid) or waiting.without_event_log(job_info)
-        if record is None:
-            return True
-        if record.ever_started:
-            waiting.started(job_info)
-        if record.phase is JobPhase.RUNNING:
-            tracked(job_info).seen_running()
-            return True
-        if record.phase is JobPhase.SUCCEEDED:
-            # Reported as a success, a job without its outputs would stop the whole run with a
-            # traceback (Snakemake's postprocess raises from wait_for_files, --keep-going or not): it
-            # fails alone instead. Outputs come back before the job's terminated event; on a shared
-            # filesystem Snakemake waits --latency-wait for them itself.
-            missing = [] if self._runtime.submit_options.shared_fs else missing_products(job_info.job)
-            if missing:
-                self.report_job_error(job_info, msg=(
-                    f"HTCondor job {record.job_id} exited 0, but these outputs did not come back: "
-                    f"{', '.join(missing)}. The job wrote other files than the ones Snakemake expects "
-                    f"(HTCondor brings back exactly the listed names). "))
-            else:
-                self.report_job_success(job_info)
-            return False
-        if record.phase is JobPhase.FAILED:
-            self.report_job_error(job_info, msg=self._failure_message(job_info, record))
-            return False
-        if record.phase is JobPhase.REMOVED:
-            self.report_job_error(
-                job_info, msg=f"HTCondor job {record.job_id} was removed: {record.end_reason}. "
-            )
-            return False
-        if record.phase is JobPhase.HELD:
-            return waiting.held(job_info, record)
-        return waiting.idle(job_info)
-
-    def _failure_message(self, job_info: SubmittedJobInfo, record) -> str:
-        where = f" on annex {record.annex}" if record.annex else ""
-        where += f" (slot {record.slot})" if record.slot else ""
-        what = (
-            f"exited with return value {record.return_value}"
-            if record.return_value is not None else record.end_reason
-        )
-        message = f"HTCondor job {record.job_id}{where} {what}. "
-        job = tracked(job_info)
-        message += failure_hints.command_output_text(job.stderr, job.spec.logs)
-        message += failure_hints.hints(record, secrets.redact(failure_hints.command_output(job.stderr, job.spec.logs)[1]))
-        if failure_hints.killed(record, tail):
-            # Most likely an out-of-memory kill (failure_hints.killed): the same request dies the same way,
-            # while a larger one shares its node with fewer jobs or goes to a site with more memory.
-            message += self._held_and_idle.more_memory_next_time(tracked(job_info).spec, "it was killed asking for")
-        return message
 
     def _job_spec(self, job: JobExecutorInterface) -> tuple[JobSpec, JobCommand]:
         runtime = self._runtime

@@ -23,6 +23,15 @@ CHECKPOINT_EXIT_MARKER_VARIABLE = "HTCANNEX_CHECKPOINT_EXIT_MARKER"
 # Names, in the job's environment, the Python a job's own command should run (runtime.Runtime.job_python).
 # Part of the job-environment contract workflows read (chunked_training's {python}).
 JOB_PYTHON_VARIABLE = "HTCANNEX_PYTHON"
+# HTCondor starts jobs with no PATH; the spawned Snakemake (its ILP scheduler
+# included) and the rules' shell commands need one.
+EXECUTE_POINT_PATH = "/usr/local/bin:/usr/bin:/bin"
+# The walk-away driver's files in driver_dir: its event log, Snakemake's output (the board's
+# last lines come from its stderr) and which schedd holds it (for `htcannex stop`).
+DRIVER_EVENT_LOG = "events.log"
+DRIVER_STDOUT = "snakemake.out"
+DRIVER_STDERR = "snakemake.err"
+DRIVER_RECORD = "driver.json"
 
 
 def state_dir(workdir: Path | str = ".") -> Path:

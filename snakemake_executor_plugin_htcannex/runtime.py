@@ -11,6 +11,7 @@ from snakemake_interface_common.exceptions import WorkflowError
 
 from snakemake_executor_plugin_htcannex import paths, secrets
 from snakemake_executor_plugin_htcannex import schedd as schedd_seam
+from snakemake_executor_plugin_htcannex.annex.backends import backend_for
 from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
 from snakemake_executor_plugin_htcannex.annex.manager import AnnexManager
 from snakemake_executor_plugin_htcannex.sites.catalogue import Catalogue, HtcannexConfigError, load_catalogue
@@ -18,11 +19,6 @@ from snakemake_executor_plugin_htcannex.submit.description import SubmitOptions,
 from snakemake_executor_plugin_htcannex.track.event_log import EventLogTracker, HoldPolicy
 from snakemake_executor_plugin_htcannex.submit.unlisted_sources import unlisted_sources
 from snakemake_executor_plugin_htcannex.units import UnitError, parse_duration_s
-
-# HTCondor starts jobs with no PATH; the spawned Snakemake (its ILP scheduler
-# included) and the rules' shell commands need one.
-EXECUTE_POINT_PATH = "/usr/local/bin:/usr/bin:/bin"
-
 
 @dataclasses.dataclass
 class Runtime:
@@ -61,14 +57,14 @@ class Runtime:
         target = settings.schedd or config.pool
         pool_dir = Path(settings.pool_dir).resolve() if settings.pool_dir else None
         try:
-            connection = schedd_seam.connect(target, pool_dir, config_path)
+            connection = schedd_seam.connect(target, pool_dir)
         except schedd_seam.ScheddNotFound as error:
             raise WorkflowError(str(error)) from error
         guards = config.annex
         if settings.max_annexes is not None:
             guards = dataclasses.replace(guards, max_annexes=settings.max_annexes)
         annexes = AnnexManager(
-            connection.collector, connection.annex_backend, AnnexLedger(paths.annex_ledger(Path.cwd())),
+            connection.collector, backend_for(connection, config_path), AnnexLedger(paths.annex_ledger(Path.cwd())),
             guards, mode=settings.annex_mode or config.annex.mode,
         )
         try:
@@ -82,7 +78,7 @@ class Runtime:
         # Secrets never go into a job ad (see secrets.py); the user is told which were withheld.
         environment, withheld = secrets.withhold({
             # The embedded pool's execute points are this machine.
-            "PATH": os.environ["PATH"] if connection.embedded else EXECUTE_POINT_PATH,
+            "PATH": os.environ["PATH"] if connection.embedded else paths.EXECUTE_POINT_PATH,
             paths.JOB_PYTHON_VARIABLE: job_python,
             **workflow.spawned_job_args_factory.envvars(),
         })

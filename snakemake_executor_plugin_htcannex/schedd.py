@@ -3,9 +3,9 @@
 Everything else in the plugin talks to the two objects returned here and only
 through the calls of `Schedd` and `Collector` below (docs/architecture.md), which
 `htcondor2.Schedd` and `htcondor2.Collector` already have; the embedded pool's
-PoolSchedd and PoolCollector implement the same calls. Annexes are created through
-the connection's `annex_backend`: `htcondor annex create` on a real access point,
-the pool's own annexes on the embedded one.
+PoolSchedd and PoolCollector implement the same calls. How annexes are created there
+(`htcondor annex create` on a real access point, the pool's own annexes on the embedded one)
+is the annex side's choice (annex/backends.py, backend_for), from the connection's `pool`.
 """
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -16,8 +16,6 @@ import classad2
 import htcondor2
 from htcondor_codes import PARAM_DEFAULTS_S, param_seconds
 
-from snakemake_executor_plugin_htcannex.annex.backends import AnnexBackend, EmbeddedBackend
-from snakemake_executor_plugin_htcannex.annex.htcondor_cli import HtcondorCliBackend
 
 # The value of `pool:` (htcannex.yaml) or `--htcannex-schedd` that selects the
 # embedded pool, and the one that selects the local access point's own schedd.
@@ -57,14 +55,18 @@ class Collector(Protocol):
 
 @dataclass
 class Connection:
-    """A schedd and a collector, and how annexes are created for jobs there. `embedded`: the
-    execute points are this machine (the embedded pool)."""
+    """A schedd and a collector."""
 
     schedd: Schedd
     collector: Collector
-    annex_backend: AnnexBackend
-    embedded: bool = False
+    # The embedded pool (htcannex_pool.Pool) they belong to; None for a real access point.
+    pool: Optional[object] = None
     negotiation_interval_s: float = PARAM_DEFAULTS_S["NEGOTIATOR_INTERVAL"]  # a queued job is matched within this
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the execute points are this machine (the embedded pool)."""
+        return self.pool is not None
 
 
 class ScheddNotFound(RuntimeError):
@@ -87,21 +89,18 @@ def job_constraint(job: str) -> str:
     return f"ClusterId == {cluster} && ProcId == {proc}"
 
 
-def connect(target: str, pool_dir: Optional[Path] = None, config_path: Optional[Path] = None,
-            create_pool: bool = True) -> Connection:
+def connect(target: str, pool_dir: Optional[Path] = None, create_pool: bool = True) -> Connection:
     """Open the pool named by `target`.
 
     `target` is "local" (the embedded pool in `pool_dir`), "default" (this access
     point's schedd and the configured collector) or the name of a schedd that the
-    configured collector knows. `config_path` (the htcannex.yaml in use) goes into the
-    command the embedded pool's annex backend shows for creating an annex by hand. Without
-    `create_pool` (a command that only looks) an embedded pool is not made where none has run.
+    configured collector knows. Without `create_pool` (a command that only looks) an embedded pool is not made where none has run.
     """
     if target == EMBEDDED:
-        return _connect_embedded(pool_dir, config_path, create_pool)
+        return _connect_embedded(pool_dir, create_pool)
     collector = htcondor2.Collector()
     schedd = _local_schedd() if target == DEFAULT else _locate_schedd(collector, target)
-    return Connection(schedd, collector, HtcondorCliBackend(schedd, collector),
+    return Connection(schedd, collector,
                       negotiation_interval_s=param_seconds("NEGOTIATOR_INTERVAL"))
 
 
@@ -119,7 +118,7 @@ def _local_schedd():
         ) from error
 
 
-def _connect_embedded(pool_dir: Optional[Path], config_path: Optional[Path], create_pool: bool) -> Connection:
+def _connect_embedded(pool_dir: Optional[Path], create_pool: bool) -> Connection:
     # Imported here so that a plugin talking to a real pool never loads the pool.
     from htcannex_pool import Pool, PoolError
 
@@ -133,7 +132,7 @@ def _connect_embedded(pool_dir: Optional[Path], config_path: Optional[Path], cre
         pool.ensure_running()
     except PoolError as error:  # its message says what is wrong and what to do
         raise ScheddNotFound(f"the embedded pool does not answer: {error}") from error
-    return Connection(pool.schedd(), pool.collector(), EmbeddedBackend(pool, config_path), embedded=True,
+    return Connection(pool.schedd(), pool.collector(), pool,
                       negotiation_interval_s=EMBEDDED_NEGOTIATION_S)
 
 

@@ -23,7 +23,7 @@ from htcannex_pool.remaps import remap, rules
 from snakemake_executor_plugin_htcannex.submit.transfer_names import remap_entry
 from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
 from snakemake_executor_plugin_htcannex.sites.site import SiteRefusal
-from snakemake_executor_plugin_htcannex.submit.values import SubmitValueError
+from snakemake_executor_plugin_htcannex.submit_language import SubmitValueError
 
 REPO = Path(__file__).resolve().parents[1]
 NAIRR = load_catalogue(REPO / "profiles" / "nairr" / "htcannex.yaml").sites

@@ -8,7 +8,7 @@ from snakemake_executor_plugin_htcannex.submit.job_spec import placement_request
 from snakemake_executor_plugin_htcannex.sites.placement import place
 from snakemake_executor_plugin_htcannex.ops.plan import plan_jobs, plan_report
 from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest
-from snakemake_executor_plugin_htcannex.submit.values import SubmitValueError
+from snakemake_executor_plugin_htcannex.submit_language import SubmitValueError
 
 SITES = {
     "a": {"kind": "annex", "facts": "catalogue", "cpus": 2, "memory": "4GB", "max_lifetime": "2h", "lifetime": "1h"},

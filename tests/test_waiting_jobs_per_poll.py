@@ -12,7 +12,7 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 
 from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
 from snakemake_executor_plugin_htcannex.submit.description import JobSpec
-from snakemake_executor_plugin_htcannex.track.waiting import HeldAndIdle
+from snakemake_executor_plugin_htcannex.waiting import HeldAndIdle
 from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob
 from snakemake_executor_plugin_htcannex.track.event_log import JobPhase
 

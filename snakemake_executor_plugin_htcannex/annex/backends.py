@@ -1,10 +1,11 @@
-"""How annexes are created where the jobs go (schedd.Connection.annex_backend): the protocol, and the
-embedded pool's backend. A real access point's is htcondor_cli.HtcondorCliBackend."""
+"""How annexes are created where the jobs go (backend_for): the protocol, and the embedded pool's
+backend. A real access point's is htcondor_cli.HtcondorCliBackend."""
 import getpass
 import shlex
 from pathlib import Path
 from typing import Optional, Protocol
 
+from snakemake_executor_plugin_htcannex.annex.htcondor_cli import HtcondorCliBackend
 from snakemake_executor_plugin_htcannex.sites.site import Site
 
 
@@ -57,3 +58,12 @@ class EmbeddedBackend:
             return f"annex {site.annex_name} was not there"
         self.pool.remove_annex(site.annex_name)
         return f"annex {site.annex_name} shut down"
+
+
+def backend_for(connection, config_path: Optional[Path] = None) -> AnnexBackend:
+    """How annexes are created where `connection` (schedd.Connection) sends jobs: in the embedded
+    pool, or by `htcondor annex create`. `config_path` (the htcannex.yaml in use) goes into the
+    command the embedded pool's backend shows for creating an annex by hand."""
+    if connection.pool is not None:
+        return EmbeddedBackend(connection.pool, config_path)
+    return HtcondorCliBackend(connection.schedd, connection.collector)

@@ -55,6 +55,7 @@ def plan(args) -> int:
 
 
 def create(args) -> int:
+    from snakemake_executor_plugin_htcannex.annex.backends import backend_for
     from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
     from snakemake_executor_plugin_htcannex.annex.manager import AnnexManager
     from snakemake_executor_plugin_htcannex.schedd import connect
@@ -65,14 +66,15 @@ def create(args) -> int:
         raise HtcannexConfigError(path, f"sites.{args.site}", "no such site",
                                   f"name one of {', '.join(catalogue.sites)}")
     site = catalogue.sites[args.site]
-    connection = connect(args.schedd or catalogue.pool, Path(args.pool_dir) if args.pool_dir else None, path)
+    connection = connect(args.schedd or catalogue.pool, Path(args.pool_dir) if args.pool_dir else None)
+    backend = backend_for(connection, path)
     # Guards and the ledger apply as in a run: a request made here is one the
     # executor will not repeat, and it counts against the budget.
     if site.manual and connection.embedded:
-        connection.annex_backend.create(site)  # the embedded pool plays the execute point started by hand
+        backend.create(site)  # the embedded pool plays the execute point started by hand
         print(f"started annex {site.annex_name} by hand (not charged to the budget)")
         return 0
-    manager = AnnexManager(connection.collector, connection.annex_backend, AnnexLedger(paths.annex_ledger()),
+    manager = AnnexManager(connection.collector, backend, AnnexLedger(paths.annex_ledger()),
                            catalogue.annex, mode="auto")
     print(manager.ensure(site).message or f"annex {site.annex_name} is up")
     return 0

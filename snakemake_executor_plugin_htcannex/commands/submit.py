@@ -13,7 +13,7 @@ from snakemake_executor_plugin_htcannex import job_owner, paths
 
 from snakemake_executor_plugin_htcannex.driver import entry as driver_job
 from snakemake_executor_plugin_htcannex.sites.catalogue import HtcannexConfigError, load_catalogue
-from snakemake_executor_plugin_htcannex.driver.control import (DEFAULT_MAX_STARTS, DEFAULT_MEMORY, NOTIFICATIONS, STDERR, DriverError, drivers_in_queue,
+from snakemake_executor_plugin_htcannex.driver.control import (DEFAULT_MAX_STARTS, DEFAULT_MEMORY, NOTIFICATIONS, DriverError, drivers_in_queue,
                       record_path, submit_description, write_record)
 from snakemake_executor_plugin_htcannex.job_owner import JobOwner
 from snakemake_executor_plugin_htcannex.schedd import DEFAULT, EMBEDDED, ScheddNotFound, connect, job_id
@@ -203,7 +203,7 @@ def submit(args) -> int:
     print(f"Snakemake driver submitted as HTCondor job {job} ({where}, as {owner.name}); "
           f"it runs in {workdir} and survives your logout.\n"
           f"  watch:  htcannex status{'' if workdir == iwd else f' -d {workdir}'}    "
-          f"(Snakemake's log: {files / STDERR})\n"
+          f"(Snakemake's log: {files / paths.DRIVER_STDERR})\n"
           f"  stop:   htcannex stop{'' if workdir == iwd else f' -d {workdir}'}")
     return 0
 

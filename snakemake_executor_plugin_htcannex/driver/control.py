@@ -43,7 +43,6 @@ jobs; `stop` removes those jobs, so Snakemake exits (commands/stop.py).
 """
 import json
 import signal
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -52,15 +51,10 @@ import htcondor2
 from htcondor_codes import JobStatus
 
 from snakemake_executor_plugin_htcannex.submit.description import quote_new_syntax
-from snakemake_executor_plugin_htcannex.paths import driver_dir
+from snakemake_executor_plugin_htcannex.paths import DRIVER_EVENT_LOG, DRIVER_RECORD, DRIVER_STDERR, DRIVER_STDOUT, driver_dir
 from snakemake_executor_plugin_htcannex.secrets import is_secret_name, redact
-from snakemake_executor_plugin_htcannex.submit.values import SubmitValueError, ValueChecker
-from snakemake_executor_plugin_htcannex.track.event_log import PHASE_WORDS, EventLogTracker, JobPhase
+from snakemake_executor_plugin_htcannex.submit_language import SubmitValueError, ValueChecker
 
-EVENT_LOG = "events.log"
-STDOUT = "snakemake.out"
-STDERR = "snakemake.err"  # Snakemake logs to stderr: the board's last lines come from here
-RECORD = "driver.json"  # which schedd holds the driver, for `htcannex stop`
 # Job ad attribute naming the working directory a driver runs Snakemake in.
 DRIVER_ATTRIBUTE = "HtcannexDriver"
 DEFAULT_MAX_STARTS = 10
@@ -93,7 +87,7 @@ def drivers_in_queue(schedd, workdir: Path) -> list:
 
 
 def record_path(workdir: Path) -> Path:
-    return driver_dir(workdir) / RECORD
+    return driver_dir(workdir) / DRIVER_RECORD
 
 
 def write_record(workdir: Path, *, job: str, target: str, pool_dir: Optional[Path]) -> None:
@@ -107,7 +101,7 @@ def read_record(workdir: Path) -> Optional[dict]:
 
 
 def _submit_text(field: str, value: str) -> str:
-    """A value as submit-language text (submit_values.ValueChecker), or a DriverError saying why not."""
+    """A value as submit-language text (submit_language.ValueChecker), or a DriverError saying why not."""
     try:
         return ValueChecker("driver").text(field, value)
     except SubmitValueError as error:
@@ -140,9 +134,9 @@ def submit_description(*, python: str, iwd: Path, workdir: Path, snakemake_args:
         "executable": python,
         "arguments": quote_new_syntax(arguments),
         "initialdir": _submit_text("directory", str(iwd)),
-        "log": _submit_text("working directory", str(files / EVENT_LOG)),
-        "output": _submit_text("working directory", str(files / STDOUT)),
-        "error": _submit_text("working directory", str(files / STDERR)),
+        "log": _submit_text("working directory", str(files / DRIVER_EVENT_LOG)),
+        "output": _submit_text("working directory", str(files / DRIVER_STDOUT)),
+        "error": _submit_text("working directory", str(files / DRIVER_STDERR)),
         "getenv": getenv,
         "request_memory": _submit_text("--request-memory", request_memory),
         "on_exit_remove": "ExitBySignal =!= true",
@@ -155,66 +149,3 @@ def submit_description(*, python: str, iwd: Path, workdir: Path, snakemake_args:
     if notify_user:
         commands["notify_user"] = _submit_text("--notify-user", notify_user)
     return htcondor2.Submit(commands), withheld
-
-
-@dataclass
-class DriverStatus:
-    """The driver of one working directory, from its own event log (not a schedd query)."""
-
-    job: str
-    state: str  # idle running held done failed removed
-    starts: int
-    restarts: int  # starts after the first: access-point restarts and crashes
-    log: str  # Snakemake's output (stderr), the file to `tail -f`
-    last_lines: list = field(default_factory=list)
-    note: Optional[str] = None  # hold reason, exit code or why it ended
-
-
-
-class DriverSource:
-    """Reads the driver's event log incrementally, for a board that refreshes."""
-
-    def __init__(self, workdir: Path, last_lines: int = 5):
-        self.files = driver_dir(workdir)
-        self.tracker = EventLogTracker(self.files / EVENT_LOG)
-        self.last_lines = last_lines
-
-    def close(self) -> None:
-        self.tracker.close()
-
-    def status(self) -> Optional[DriverStatus]:
-        """The latest driver submitted in this directory, or None if there never was one."""
-        self.tracker.poll()
-        if not self.tracker.jobs:
-            return None
-        record = self.tracker.jobs[max(self.tracker.jobs, key=lambda job: tuple(map(int, job.split("."))))]
-        note = record.hold_reason or record.end_reason
-        if record.phase is JobPhase.FAILED and record.return_value is not None:
-            note = f"Snakemake exited with {record.return_value}"
-        stderr = self.files / STDERR
-        return DriverStatus(job=record.job_id, state=PHASE_WORDS[record.phase], starts=record.starts,
-                            restarts=max(record.starts - 1, 0), log=str(stderr),
-                            last_lines=[redact(line) for line in _tail(stderr, self.last_lines)],
-                            note=redact(note) if note else None)
-
-
-def _tail(path: Path, count: int) -> list[str]:
-    try:
-        with open(path, "rb") as stream:
-            stream.seek(0, 2)
-            stream.seek(max(stream.tell() - 16384, 0))
-            lines = stream.read().decode(errors="replace").splitlines()
-    except FileNotFoundError:
-        return []
-    return [line for line in lines if line.strip()][-count:]
-
-
-def render(status: Optional[DriverStatus]) -> list[str]:
-    """The board's driver section."""
-    if status is None:
-        return []
-    restarts = f", {status.restarts} restart{'s' * (status.restarts != 1)}" if status.restarts else ""
-    lines = [f"driver {status.job}: {status.state}{restarts}" + (f" ({status.note})" if status.note else ""),
-             f"  log: {status.log}"]
-    lines += [f"  | {line}" for line in status.last_lines]
-    return lines + [""]

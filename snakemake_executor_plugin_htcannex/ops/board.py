@@ -43,8 +43,8 @@ import htcondor2
 from snakemake_executor_plugin_htcannex import paths
 
 from snakemake_executor_plugin_htcannex.ops import provenance
-from snakemake_executor_plugin_htcannex.driver.control import DriverSource, DriverStatus
-from snakemake_executor_plugin_htcannex.driver.control import render as render_driver
+from snakemake_executor_plugin_htcannex.ops.driver_status import DriverSource, DriverStatus
+from snakemake_executor_plugin_htcannex.ops.driver_status import render as render_driver
 from snakemake_executor_plugin_htcannex.sites.rotation import run_order_key
 from snakemake_executor_plugin_htcannex.schedd import job_id
 from snakemake_executor_plugin_htcannex.secrets import redact

@@ -21,7 +21,7 @@ from snakemake_executor_plugin_htcannex.sites.catalogue import Catalogue
 from snakemake_executor_plugin_htcannex.sites.placement import Decision, place
 from snakemake_executor_plugin_htcannex.sites.rotation import Rotation, run_order_key
 from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, Site
-from snakemake_executor_plugin_htcannex.submit.values import SubmitValueError
+from snakemake_executor_plugin_htcannex.submit_language import SubmitValueError
 from snakemake_executor_plugin_htcannex.units import format_duration_s
 
 HEADING = "htcannex plan (run x chunk -> site):"

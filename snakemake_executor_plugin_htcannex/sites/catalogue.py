@@ -29,7 +29,7 @@ from snakemake_executor_plugin_htcannex.sites.catalogue_schema import (ANNEX_ONL
                                HtcannexConfigWarning)
 from snakemake_executor_plugin_htcannex.sites.rotation import Rotation, RulePolicy
 from snakemake_executor_plugin_htcannex.sites.site import Site
-from snakemake_executor_plugin_htcannex.submit.values import SubmitValueError, check_extra_command
+from snakemake_executor_plugin_htcannex.submit_language import SubmitValueError, check_extra_command
 from snakemake_executor_plugin_htcannex.units import UnitError, format_duration_s, format_size_mib, parse_duration_s, parse_size_mib
 
 

@@ -9,7 +9,7 @@ Why the choices below (details in docs/sites.md, "From a job to a submit"):
   HTCondor's new syntax, which quotes every element exactly (spaces, single
   and double quotes survive); no wrapper script is written.
 - Values reach the submit language verbatim, so every value from a wildcard,
-  param, config or resource is checked first (submit_values.py): no control
+  param, config or resource is checked first (submit_language.py): no control
   characters, `$` kept literal, no secrets.
 - No shared filesystem is assumed: inputs and the workflow sources go in
   `transfer_input_files`, outputs in `transfer_output_files`, and
@@ -44,8 +44,8 @@ from snakemake_executor_plugin_htcannex.submit import output_directories, transf
 
 from snakemake_executor_plugin_htcannex.submit import template as submit_template
 from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, Site
-from snakemake_executor_plugin_htcannex.submit.values import (CONTAINER_IMAGE, ENV_NAME, GPU_MODEL, SubmitValueError, ValueChecker,
-                            extra_command, literal)
+from snakemake_executor_plugin_htcannex.submit_language import (CONTAINER_IMAGE, ENV_NAME, GPU_MODEL, SubmitValueError, ValueChecker,
+                                                                extra_command, literal, needs_stand_in)
 from snakemake_executor_plugin_htcannex.units import UnitError, format_duration_s, parse_duration_s, parse_size_mib
 
 # A job's stdout/stderr file is named after its rule, which is any text for a group job or an unnamed
@@ -362,7 +362,7 @@ def _files(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict:
 
 def _listed_input(spec: JobSpec, path: str, options: SubmitOptions) -> str:
     """`path` as transfer_input_files lists it: itself, or the stand-in it travels under (transfer_names.py)."""
-    if "://" in path or not transfer_names.needs_stand_in(path):
+    if "://" in path or not needs_stand_in(path):
         return path
     if os.path.isdir(os.path.join(options.initial_dir, path)):
         raise SubmitValueError(spec.rule, "input", path,

@@ -65,7 +65,7 @@ from snakemake_executor_plugin_htcannex import paths
 from snakemake_executor_plugin_htcannex.submit import osdf_transfer
 from snakemake_executor_plugin_htcannex.submit.description import SubmitOptions
 from snakemake_executor_plugin_htcannex.submit.job_spec import JobCommand
-from snakemake_executor_plugin_htcannex.submit.values import CONTROL_CHARACTERS
+from snakemake_executor_plugin_htcannex.submit_language import CONTROL_CHARACTERS
 
 # The only output flags a job without Snakemake may have: the main Snakemake carries them out itself
 # (temp: dag.handle_temp after the job; report: `snakemake --report`) or they only say where a file

@@ -19,6 +19,7 @@ from snakemake.io import is_flagged
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
 from snakemake_executor_plugin_htcannex.submit import osdf_transfer, output_directories, transfer_names
+from snakemake_executor_plugin_htcannex.submit_language import needs_stand_in
 
 from snakemake_executor_plugin_htcannex.submit import template as submit_template
 from snakemake_executor_plugin_htcannex.submit.description import JobSpec, SubmitOptions, duration_category, resource_request
@@ -173,10 +174,10 @@ def _moving_names(files: dict, command: JobCommand, options: SubmitOptions) -> t
     whose names a transfer list cannot hold from and to their stand-ins (transfer_names.py), and makes
     the output directories of a job without Snakemake where their tree cannot travel (output_directories.py).
     Nearly every job has none: only names that may need one are looked at."""
-    every_name = transfer_names.needs_stand_in(options.sandbox_workdir or "")  # it is in every sandbox path
+    every_name = needs_stand_in(options.sandbox_workdir or "")  # it is in every sandbox path
 
     def sandbox_paths(names) -> list[str]:
-        return [path for name in names if every_name or transfer_names.needs_stand_in(str(name))
+        return [path for name in names if every_name or needs_stand_in(str(name))
                 if (path := transfer_names.in_sandbox(name, options.workdir, options.initial_dir)) is not None]
 
     sources = options.workflow_sources if command.runs_snakemake else ()

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from snakemake_executor_plugin_htcannex import paths
-from snakemake_executor_plugin_htcannex.submit.transfer_names import needs_stand_in
+from snakemake_executor_plugin_htcannex.submit_language import needs_stand_in
 
 
 def of(outputs: Iterable[str]) -> list[str]:

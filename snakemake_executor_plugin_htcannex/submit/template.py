@@ -9,7 +9,7 @@ VARS before the template as DAGMan does, and lets `htcondor2.Submit` parse the r
 `if defined`; `$(var)` is expanded at submit). A `$(var)` nothing defines is refused (`undefined_macros`).
 The template's commands then win over htcannex's own, except what htcannex must own (`OWNED`:
 the event log, the job's stdout/stderr, its command and initial directory; a `+Attr` naming a job
-attribute htcannex or HTCondor owns is refused, as from the escape hatch: submit_values.owned_attribute);
+attribute htcannex or HTCondor owns is refused, as from the escape hatch: submit_language.owned_attribute);
 `requirements` are ANDed with htcannex's, transfer lists joined, request_* checked against the
 site before anything is submitted, and secret-named variables in `environment` withheld.
 """
@@ -26,8 +26,8 @@ import yaml
 
 from snakemake_executor_plugin_htcannex import secrets
 from snakemake_executor_plugin_htcannex.sites.site import Admission, ResourceRequest, Site, SiteRefusal
-from snakemake_executor_plugin_htcannex.submit.values import CONTROL_CHARACTERS, owned_attribute
-from snakemake_executor_plugin_htcannex.submit.values import ENV_NAME as NAME  # a macro name is an identifier, as a variable's
+from snakemake_executor_plugin_htcannex.submit_language import CONTROL_CHARACTERS, owned_attribute
+from snakemake_executor_plugin_htcannex.submit_language import ENV_NAME as NAME  # a macro name is an identifier, as a variable's
 from snakemake_executor_plugin_htcannex.units import UnitError, parse_size_mib
 
 RESOURCE = "htcannex_template"  # the rule resource that carries a chunk's template (JSON, see encode)

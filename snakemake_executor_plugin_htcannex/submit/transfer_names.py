@@ -29,14 +29,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
 from snakemake_executor_plugin_htcannex import paths
+from snakemake_executor_plugin_htcannex.submit_language import needs_stand_in
 
 # Where an output with such a name waits in the sandbox to be sent back: one directory per output directory.
 OUTPUT_STAND_IN_PREFIX = ".htcannex-out-"
-
-
-def needs_stand_in(name: str) -> bool:
-    """Whether `name` cannot be an item of HTCondor's comma-separated transfer lists."""
-    return "," in name or name != name.strip()
 
 
 def _digest(name: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 from snakemake_executor_plugin_htcannex import secrets
-from snakemake_executor_plugin_htcannex.runtime import EXECUTE_POINT_PATH
+from snakemake_executor_plugin_htcannex.paths import EXECUTE_POINT_PATH
 from snakemake_executor_plugin_htcannex.track.event_log import JobRecord
 
 STDERR_TAIL_LINES = 20

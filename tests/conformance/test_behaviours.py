@@ -19,7 +19,7 @@ from htcondor_codes import schedd_memory_usage_mb, schedd_rounded
 from snakemake_executor_plugin_htcannex.submit.description import quote_new_syntax
 from snakemake_executor_plugin_htcannex.track.holds import Hold, HoldKind
 from snakemake_executor_plugin_htcannex.submit.transfer_names import remap_entry
-from snakemake_executor_plugin_htcannex.submit.values import literal
+from snakemake_executor_plugin_htcannex.submit_language import literal
 
 from waiting import wait_until
 

@@ -7,7 +7,7 @@ import pytest
 
 from htcannex_pool.dollardollar import ExpansionError, expand
 from same_as_local import assert_same_as_local
-from snakemake_executor_plugin_htcannex.submit.values import literal
+from snakemake_executor_plugin_htcannex.submit_language import literal
 
 TRICKY = ["$$(Memory)", "$(DOLLAR)", "$(dollar)x", "$(Cluster)", "$ENV(HOME)", "$", "$$", "$$$", "$$$(x)",
           "a$b$$c", "$$$$(x)", "$(DOLLAR)(DOLLAR)", "$$(DOLLARDOLLAR)", "$$([1+2])", "$F(x)", "$( DOLLAR)",

@@ -6,21 +6,30 @@ would start a new submit command), `$` is written so that no macro expands (`lit
 transfer-list safe, expressions parse. The `htcannex_submit` escape hatch (a rule's resource, the
 catalogue's `submit:`) may set only the keywords listed here, never one htcannex sets itself, nor
 (as `+Attr` / `MY.Attr`) a job-ad attribute htcannex or HTCondor's schedd owns (`owned_attribute`).
-Used by description.py for jobs and by the catalogue loader for `submit:` (so neither imports the
-other).
+Used by submit/description.py for jobs, by the catalogue loader for `submit:` and by the driver's
+submit description: a base module, below all of them.
 """
 import os
 import re
-from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
+from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 import classad2
 
 from snakemake_executor_plugin_htcannex.secrets import contains_secret, redact, secret_values
-from snakemake_executor_plugin_htcannex.submit.transfer_names import needs_stand_in
 
-if TYPE_CHECKING:  # only for the annotation: description.py imports this module
-    from snakemake_executor_plugin_htcannex.submit.description import SubmitOptions
+
+def needs_stand_in(name: str) -> bool:
+    """Whether `name` cannot be an item of HTCondor's comma-separated transfer lists."""
+    return "," in name or name != name.strip()
+
+
+class Directories(Protocol):
+    """Where a job's files are named from (submit.description.SubmitOptions has both)."""
+
+    workdir: Path  # the workflow's working directory
+    initial_dir: Path  # the job's initialdir: workdir, or a directory above it
+
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 CUSTOM_ATTRIBUTE = re.compile(r"(?:MY\.|\+)(?P<name>[A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
@@ -147,7 +156,7 @@ class ValueChecker:
 
     def __init__(self, rule: str):
         self.rule = rule
-        # Looked up once per job rather than once per value (~20 a job; issue 15).
+        # Looked up once per job rather than once per value (~20 a job).
         self._secrets = secret_values()
 
     def text(self, field: str, value: object) -> str:
@@ -164,7 +173,7 @@ class ValueChecker:
                                    "a newline would start a new submit command")
         return literal(text)
 
-    def path(self, field: str, value: str, options: "SubmitOptions") -> str:
+    def path(self, field: str, value: str, options: Directories) -> str:
         """A file to transfer, relative to the job's initial directory (osdf:// URLs pass as they are);
         a relative `value` is relative to the workdir. Checked as `text` is, and returned as a path (the
         submit language's text for it is `literal(path)`)."""
