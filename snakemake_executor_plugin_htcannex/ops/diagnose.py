@@ -52,10 +52,12 @@ FIXES = (
 
 
 def explain_hold(code: Optional[int], subcode: Optional[int], reason: str, rule: str, job_id: str,
-                 target_annex: Optional[str] = None) -> list[str]:
-    """The hold in plain words and what to change (holds.py has the words)."""
+                 target_annex: Optional[str] = None, analysis: str = "the analysis below") -> list[str]:
+    """The hold in plain words and what to change (holds.py has the words), as `htcannex why` prints
+    it: where the words send the reader to `htcannex why JOB`, to `analysis` instead."""
     hold = Hold(code, subcode, reason)
-    return [f"held: {hold.headline()}", *hold.explanation(rule, job_id, target_annex)]
+    return [line.replace(f"`htcannex why {job_id}`", analysis)
+            for line in (f"held: {hold.headline()}", *hold.explanation(rule, job_id, target_annex))]
 
 
 def diagnose(job_ad: classad2.ClassAd, catalogue: Optional[Catalogue], collector) -> list[str]:
@@ -91,7 +93,8 @@ def removal_report(job_ad: classad2.ClassAd, rule: str, job_id: str, annex: Opti
         return lines
     return lines + ["it was held when it was removed; the hold:",
                     *explain_hold(job_ad.get("LastHoldReasonCode"), job_ad.get("LastHoldReasonSubCode"),
-                                  job_ad.get("LastHoldReason", ""), rule, job_id, annex)]
+                                  job_ad.get("LastHoldReason", ""), rule, job_id, annex,
+                                  analysis="an analysis, which a job that has left the queue no longer has")]
 
 
 def completion_report(job_ad: classad2.ClassAd) -> list[str]:
