@@ -26,6 +26,7 @@ from snakemake_executor_plugin_htcannex.commands.annex import needed_jobs
 
 WORKFLOW_NAME = "chunked_training"
 TRAINING_RULE = "train_chunk"  # the rule the profile's rotation places
+BASELINE_RULE = "train_baseline"  # a run's twin, which the profile pins
 
 
 def workflow_package():
@@ -41,17 +42,19 @@ def workflow_package():
     return sys.modules[WORKFLOW_NAME]
 
 
-def commands(args) -> dict[tuple[str, int], list[str]]:
-    """The command of every chunk by (run uuid, chunk), $(ResourceName) as template.SITE_TO_BE_PLACED;
-    TemplateError for a template that is no submit description whatever the site (what depends on
-    the site, placement judges)."""
+def commands(args) -> dict[tuple[str, str, int], list[str]]:
+    """The command of every job by (rule, run uuid, chunk): each chunk's, and each twin's where the
+    experiment has a study; $(ResourceName) as template.SITE_TO_BE_PLACED. TemplateError for a
+    template that is no submit description whatever the site (what depends on the site, placement
+    judges)."""
     workflow_package()
-    from chunked_training.experiment import MLDAG_VARS, load, read
+    from chunked_training.experiment import MLDAG_VARS, load, read, study
     from chunked_training.variables import VarsError
 
     try:
         source, config = read({"experiment": args.experiment})
         experiment = load(source, config)
+        twins = study(source, config) is not None
     except VarsError as error:
         raise TemplateError(str(error)) from None
     if not config.get("submit_template"):
@@ -60,13 +63,17 @@ def commands(args) -> dict[tuple[str, int], list[str]]:
     text = config["submit_template"]
     first = next(iter(experiment.runs.values()))
     template.undefined_macros(text, {**experiment.chunk_vars(first, 1), **dict.fromkeys(MLDAG_VARS)}, source)
+    jobs = {(TRAINING_RULE, run.uuid, chunk): experiment.chunk_vars(run, chunk)
+            for run in experiment.runs.values() for chunk in range(1, experiment.chunking.chunks + 1)}
+    if twins:
+        jobs |= {(BASELINE_RULE, run.uuid, experiment.chunking.chunks): experiment.baseline_vars(run)
+                 for run in experiment.runs.values()}
     argvs = {}
-    for run in experiment.runs.values():
-        for chunk in range(1, experiment.chunking.chunks + 1):
-            chunk_vars = experiment.chunk_vars(run, chunk) | {"ResourceName": template.SITE_TO_BE_PLACED}
-            submit = template.parse(ChunkTemplate(text, chunk_vars, resources), None, source)
-            template.merge(submit, {})
-            argvs[run.uuid, chunk] = template.command(submit, source)
+    for key, chunk_vars in jobs.items():
+        chunk_vars = chunk_vars | {"ResourceName": template.SITE_TO_BE_PLACED}
+        submit = template.parse(ChunkTemplate(text, chunk_vars, resources), None, source)
+        template.merge(submit, {})
+        argvs[key] = template.command(submit, source)
     return argvs
 
 
@@ -94,11 +101,13 @@ def plan(args) -> int:
     argvs = commands(args)
     known_everywhere(args)
     catalogue, planned = placed(args)
-    cells = {(job.run, job.chunk): job for job in planned if job.rule == TRAINING_RULE}
-    print(f"{'run':<10}{'chunk':>6}  {'site':<12}command")
-    for (run, chunk), argv in argvs.items():
-        if (run, chunk) in cells:  # a chunk already trained is not run again
-            job = cells[run, chunk]
+    cells = {(job.rule, job.run, job.chunk): job for job in planned}
+    for rule, heading in ((TRAINING_RULE, "chunk"), (BASELINE_RULE, "twin: every epoch in one job, pinned")):
+        rows = [(key, argv) for key, argv in argvs.items() if key[0] == rule and key in cells]
+        if rule == TRAINING_RULE or rows:
+            print(("" if rule == TRAINING_RULE else f"\n{heading}\n") + f"{'run':<10}{'chunk':>6}  {'site':<12}command")
+        for (_, run, chunk), argv in rows:  # a job already done is not run again
+            job = cells[rule, run, chunk]
             site = job.decision.site.name if job.decision is not None and job.decision.site is not None else "default"
             line = subprocess.list2cmdline(argv).replace(template.SITE_TO_BE_PLACED, site)
             print(f"{run:<10}{chunk:>6}  {job.cell:<12}{line}")
@@ -108,7 +117,7 @@ def plan(args) -> int:
         print("\n" + render_plan(catalogue, planned, AnnexLedger(paths.annex_ledger()).spent_core_hours()))
     impossible = [job for job in cells.values() if job.cell == IMPOSSIBLE_MARK]
     if impossible:
-        print(f"\n{len(impossible)} of {len(cells)} chunks cannot run (marked {IMPOSSIBLE_MARK}, reasons above)",
+        print(f"\n{len(impossible)} of {len(cells)} jobs cannot run (marked {IMPOSSIBLE_MARK}, reasons above)",
               file=sys.stderr)
     return 1 if impossible else 0
 

@@ -98,7 +98,7 @@ def test_a_site_the_template_cannot_run_at_is_skipped_in_the_plan(experiment_dir
 
 def test_a_chunk_no_site_can_run_is_marked_impossible_once_and_plan_fails(experiment_dir):
     result = plan(edited(experiment_dir, gpu_template))
-    assert result.returncode == 1 and "9 of 9 chunks cannot run" in result.stderr, result.stderr
+    assert result.returncode == 1 and "9 of 9 jobs cannot run" in result.stderr, result.stderr
     assert [row[2] for row in chunk_rows(result)] == ["!"] * 9
     # One reason for all 9 chunks, each site's refusal once: a few lines, not one block per chunk.
     notes = result.stdout.split("htcannex plan")[1].split("htcannex budget")[0]
@@ -142,10 +142,13 @@ def test_run_refuses_before_submitting_when_no_chunk_can_run(experiment_dir, emb
     (lambda e: e.update(submit_template=e["submit_template"].replace("$(optimizer)", "$(dropout)")),
      "$(dropout) is defined nowhere: not a var"),
     # Unknown keys, with the nearest valid one.
-    (lambda e: e.update(varz=e.pop("vars")), "unknown key 'varz': an experiment has name, submit_template, vars; did you mean 'vars'?"),
+    (lambda e: e.update(varz=e.pop("vars")), "unknown key 'varz': an experiment has name, submit_template, vars, study; did you mean 'vars'?"),
     (lambda e: e.update(epochs_per_job={"type": "value", "value": 1}),
      "unknown key 'epochs_per_job'"),
     (lambda e: e["vars"]["alpha"].update(stpo=4), "type range does not take stpo (did you mean stop?)"),
+    (lambda e: e.update(study={"metric": "loss", "file": "output/metrics.json", "margin": 0.1}),
+     "study.file must name $(run_uuid) (a run and its twin leave their own)"),
+    (lambda e: e.update(study={"metric": "loss"}), "study: give metric (the number to compare), file"),
 ])
 def test_refusals_name_what_to_fix_before_anything_is_submitted(experiment_dir, edit, words):
     result = plan(edited(experiment_dir, edit))

@@ -116,3 +116,28 @@ def test_a_rerun_with_nothing_to_do_ends_quietly(tmp_path, embedded_pool):
         output = rerun.stdout + rerun.stderr
         assert rerun.returncode == 0 and "Nothing to be done" in output, output[-3000:]
         assert "cannot schedule new futures" not in output and "Traceback" not in output, output[-3000:]
+
+
+@pytest.mark.slow
+def test_a_study_gives_each_run_an_unbroken_pinned_twin_compared_on_the_users_metric(tmp_path, embedded_pool):
+    workdir = experiment_copy("study_experiment", tmp_path)
+    result = experiment_run(workdir, embedded_pool)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    runs = runs_table(workdir, "study")
+    annex_of = annexes_by_job(workdir)
+    twins = {}
+    for ad in embedded_pool.schedd().history('HtcannexRule == "train_baseline"',
+                                             ["ClusterId", "ProcId", "HtcannexWildcards"]):
+        twins[json.loads(ad["HtcannexWildcards"])["run"]] = annex_of[f"{ad['ClusterId']}.{ad['ProcId']}"]
+    assert sorted(twins) == sorted(runs) and set(twins.values()) == {"htcannex-expanse"}  # one job per run, pinned
+    for run_uuid, row in runs.items():
+        twin_files = [path for path in (workdir / "output").iterdir() if path.name not in runs]
+        histories = {path.name: path.joinpath("history").read_text().splitlines() for path in twin_files}
+        # The twin: its own run_uuid, the run's seed and vars, epochs 1-4 in one job on the pinned site.
+        expected = [f"epoch {e} seed {row['random_seed']} alpha {row['alpha']} site expanse" for e in range(1, 5)]
+        assert expected in histories.values()
+    summary = (workdir / "results" / "study" / "compare" / "summary.tsv").read_text().splitlines()
+    header, rows = summary[0].split("\t"), [dict(zip(summary[0].split("\t"), line.split("\t"))) for line in summary[1:]]
+    assert header == ["run", "alpha", "loss:distributed", "loss:baseline", "loss:delta", "margin", "within margin"]
+    assert {(row["alpha"], row["loss:distributed"], row["loss:baseline"], row["within margin"]) for row in rows} == \
+        {("1", "0.25", "0.25", "True"), ("3", "0.75", "0.75", "True")}

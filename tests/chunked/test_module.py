@@ -10,7 +10,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_module_from_a_separate_directory_trains_every_epoch_once_hopping_between_annexes(user_project, embedded_pool):
-    (user_project / "config.yaml").write_text(yaml.safe_dump(toy_config(vars={
+    # The user's own config says osdf (a profile's config: no longer overrides a user's configfile).
+    (user_project / "config.yaml").write_text(yaml.safe_dump(toy_config(checkpoint_store="osdf", vars={
         "epochs": {"type": "value", "value": 3},
         "epochs_per_job": {"type": "value", "value": 1},
         "lr": {"type": "list", "value": [0.1, 0.01, "1e-3"]},

@@ -26,15 +26,18 @@ def _experiment_resources():
 EXPERIMENT_RESOURCES = _experiment_resources() if TEMPLATE else {}
 
 
-def chunk_template(run, chunk):
+def chunk_template(run, chunk, variant="distributed"):
+    """The template of one chunk of a run, or of its twin's one job (EXPERIMENT.baseline_vars)."""
     file = os.path.abspath(EXPERIMENT_SOURCE) if config.get("experiment") else None
-    return submit_template.ChunkTemplate(TEMPLATE, EXPERIMENT.chunk_vars(RUNS[run], int(chunk)), EXPERIMENT_RESOURCES, file)
+    chunk_vars = (EXPERIMENT.baseline_vars(RUNS[run]) if variant == "baseline"
+                  else EXPERIMENT.chunk_vars(RUNS[run], int(chunk)))
+    return submit_template.ChunkTemplate(TEMPLATE, chunk_vars, EXPERIMENT_RESOURCES, file)
 
 
 def mldag_command(wildcards, output):
     """The template's executable and arguments for this chunk, then the chunk's VARS as its record;
     $(ResourceName) is the site the chunk runs at (submit_template.shell_command)."""
-    chunk = chunk_template(wildcards.run, wildcards.chunk)
+    chunk = chunk_template(wildcards.run, wildcards.chunk, wildcards.variant)
     chunk = dataclasses.replace(chunk, vars=dict(chunk.vars) | {"ResourceName": submit_template.SITE_TO_BE_PLACED})
     argv = submit_template.command(submit_template.parse(chunk, None, EXPERIMENT_SOURCE), EXPERIMENT_SOURCE)
     if any(submit_template.PLACEHOLDER.search(item) for item in argv):

@@ -1,6 +1,6 @@
 def template_resource(wildcards):
     """The chunk's MLDAG submit template for htcannex (rules/mldag.smk)."""
-    return chunk_template(wildcards.run, wildcards.chunk).encode()
+    return chunk_template(wildcards.run, wildcards.chunk, wildcards.variant).encode()
 
 
 def runtime_of(chunks):
@@ -36,9 +36,10 @@ rule train_chunk:
 
 rule train_baseline:
     """The twin of a run: the same epochs in one job over all of them, on one site (the profile
-    pins this rule), so a resume bug shows as a difference between the twins."""
+    pins this rule), so a resume bug shows as a difference between the twins. An MLDAG
+    experiment's twin is its template with the twin's VARS (EXPERIMENT.baseline_vars)."""
     input:
-        files=workflow_files(TRAINING["files"]),
+        files=[] if TEMPLATE else workflow_files(TRAINING["files"]),
     output:
         **checkpoint_files(CHECKPOINT),
     wildcard_constraints:
@@ -48,9 +49,10 @@ rule train_baseline:
         command=lambda w, input, output, threads: training_command(w, input, output, threads, 1, CHUNKS),
     threads: TRAINING["threads"]
     resources:
-        **{k: v for k, v in TRAINING["resources"].items() if k != "runtime"},
+        **{k: v for k, v in TRAINING["resources"].items() if k != "runtime" and not TEMPLATE},
         runtime=runtime_of(CHUNKS),
         htcannex_submit=htcannex_submit,
+        **({submit_template.RESOURCE: template_resource} if TEMPLATE else {}),
     log:
         "results/{experiment}/logs/train/{{variant}}/{{run}}/chunk-{{chunk}}.log".format(experiment=EXPERIMENT.slug),
     shell:

@@ -1,5 +1,6 @@
 """Rule compare: one row per run, its swept values, whether the twins' final checkpoints are
-bitwise equal, and each number the evaluation wrote for both twins with their difference."""
+bitwise equal, each number the evaluation wrote for both twins with their difference, and an MLDAG
+experiment's study metric of both twins, their difference and whether it is within the margin."""
 import csv
 import hashlib
 import json
@@ -23,9 +24,15 @@ def final_evaluation(variant: str, run: str) -> dict:
 rows = []
 for index, (run, swept) in enumerate(snakemake.params.runs.items()):
     row = {"run": run, **swept}
-    if snakemake.input.baseline:
+    if snakemake.input.baseline and snakemake.params.bitwise:
         row["twins"] = ("identical (bitwise)" if digest(snakemake.input.distributed[index]) ==
                         digest(snakemake.input.baseline[index]) else "differ")
+    if study := snakemake.params.study:
+        metric = study["metric"]
+        values = [json.loads(Path(path).read_text())[metric] for path in study["files"][run]]
+        delta = values[0] - values[1]
+        row |= {f"{metric}:distributed": values[0], f"{metric}:baseline": values[1], f"{metric}:delta": delta,
+                "margin": study["margin"], "within margin": abs(delta) < study["margin"]}
     distributed, baseline = final_evaluation("distributed", run), final_evaluation("baseline", run)
     for metric, value in distributed.items():
         if isinstance(value, (int, float)) and isinstance(baseline.get(metric), (int, float)):

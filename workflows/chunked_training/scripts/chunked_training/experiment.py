@@ -31,7 +31,7 @@ RUN_NUMBER = 0
 
 
 # The keys of an MLDAG Experiment.yaml htcannex reads (docs/mldag.md); any other is refused.
-EXPERIMENT_KEYS = ("name", "submit_template", "vars")
+EXPERIMENT_KEYS = ("name", "submit_template", "vars", "study")
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,14 @@ class Experiment:
         if chunk > 1:
             values["continue_from_checkpoint"] = "true"
         return values | run.vars
+
+    def baseline_vars(self, run: Run) -> dict:
+        """The VARS of a run's twin: every epoch in one job (as a one-chunk experiment: epoch =
+        epochs_per_job = epochs), the run's seed and vars, and a run_uuid of its own (uuid5 of the
+        run's), so that files a template names by $(run_uuid) never meet the run's."""
+        twin = uuid.uuid5(RUN_NAMESPACE, f"baseline twin of {run.uuid}").hex[:8]
+        return ({"epoch": self.chunking.epochs, "run_uuid": twin, "random_seed": run.seed, "run_number": RUN_NUMBER}
+                | run.vars | {"epochs_per_job": self.chunking.epochs})
 
 
 def read(config: Mapping) -> tuple[str, dict]:
@@ -109,6 +117,33 @@ def load(source: str, config: Mapping) -> Experiment:
     if len(runs) != len(points):
         raise VarsError(f"{source}: two runs cut to the same 8-digit uuid; rename the experiment")
     return Experiment(name, chunking, runs, tuple(swept(specs)))
+
+
+@dataclass(frozen=True)
+class Study:
+    """An MLDAG experiment's twin study (its `study:` key): `metric` from the JSON `file` each run
+    and each twin leave, `$(run_uuid)` in it the run's or the twin's, compared against `margin`."""
+
+    metric: str
+    file: str
+    margin: float
+
+
+def study(source: str, config: Mapping) -> "Study | None":
+    """The experiment's `study:`, checked; None without one (its runs then have no twins)."""
+    spec = config.get("study")
+    if spec is None:
+        return None
+    keys = {"metric": str, "file": str, "margin": (int, float)}
+    if not isinstance(spec, Mapping) or set(spec) != set(keys) or not all(
+            isinstance(spec[key], kind) and not isinstance(spec[key], bool) for key, kind in keys.items()):
+        raise VarsError(f"{source}: study: give metric (the number to compare), file (the JSON each run leaves, "
+                        "with $(run_uuid)) and margin (the largest difference that counts as equivalent), e.g. "
+                        "`study: {metric: loss, file: output/$(run_uuid)/metrics.json, margin: 0.05}`")
+    if "$(run_uuid)" not in spec["file"] or spec["margin"] <= 0:
+        raise VarsError(f"{source}: study.file must name $(run_uuid) (a run and its twin leave their own) and "
+                        "study.margin must be above 0")
+    return Study(spec["metric"], spec["file"], float(spec["margin"]))
 
 
 def format_command(source: str, template: str, values: Mapping, shell_words: Mapping = {}) -> str:
