@@ -97,6 +97,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> None:
     with tempfile.TemporaryDirectory(prefix="htcannex-bench-hop-") as scratch:
+        Path(scratch).chmod(0o755)  # a real pool's jobs run as another user, who must reach the run directories
         pool = RealPool(args, Path(scratch)) if args.htcondor_config else EmbeddedPool(args, Path(scratch) / "pool")
         try:
             header(f"hop: chains of {args.hop_chain} and sweeps of {args.hop_sweep} + gather, {args.hop_seconds:g}-s "

@@ -123,11 +123,6 @@ class Executor(RemoteExecutor):
         # The job's own Snakemake runs its step only, whatever mtimes the sandbox has (one_step.py).
         return f"{super().get_job_args(job, **kwargs)} {one_step.in_job_args(job, self.workflow)}"
 
-    def run_jobs(self, jobs: list[JobExecutorInterface]):
-        # Every job ready now: one reschedule of the schedd once they are all submitted (submitter.py).
-        with self._submitter.batch():
-            super().run_jobs(jobs)
-
     def run_job(self, job: JobExecutorInterface):
         spec, command = self._job_spec(job)
         if self._adopt(job, spec) or not self._submit(job, spec, command):

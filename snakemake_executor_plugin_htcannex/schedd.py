@@ -43,7 +43,8 @@ class Schedd(Protocol):
                 **kwargs) -> Iterable[classad2.ClassAd]: ...
 
     def reschedule(self) -> None:
-        """Start queued jobs on the claims the schedd holds and ask the negotiator for a cycle."""
+        """Start queued jobs on the claims the schedd holds and ask the negotiator for a cycle (as every submit
+        does: htcondor2's submit sends RESCHEDULE)."""
 
 
 class Collector(Protocol):

@@ -14,6 +14,7 @@ or idle for longer than the idle timeout (annex: idle_timeout, --htcannex-idle-t
   once per rule and request) and failed only at the idle timeout (30 min by default), in case such a
   slot joins the pool. A job asking for what a job of this run has already started with (the same
   site and request) gets no first look: a slot can run it, and a chain's links cost no schedd query.
+- Idle a second after its submit (`idle`): the schedd is asked once more to reschedule (RESCHEDULE_AFTER_S).
 - With no event log (`without_event_log`): each job's state (idle, running or held) asked of the schedd
   instead, once per poll, and handled as above.
 
@@ -44,6 +45,11 @@ from snakemake_executor_plugin_htcannex.track.event_log import JobPhase, JobReco
 
 # How long after a submit a missing event log means HTCondor cannot write it (then the schedd is asked).
 NO_EVENT_LOG_GRACE_S = 10.0
+# A job queued as its predecessor's shadow exits misses the claim that job kept (keep_claim_idle, description.py):
+# the schedd starts a job on a kept claim in StartJobs, which the RESCHEDULE htcondor2's submit sends runs, but not
+# when the shadow exits after it, and else only every SCHEDD_INTERVAL (300 s by default; schedd.cpp child_exit,
+# StartJobs). A job still idle this long after its submit gets one more reschedule (one per poll for all of them).
+RESCHEDULE_AFTER_S = 1.0
 
 Fail = Callable[..., None]  # the executor's report_job_error(job_info, msg=...)
 PlacementRequest = Callable[[object, JobSpec], Request]  # what placement judges a job by
@@ -87,13 +93,14 @@ class HeldAndIdle:
         # event log, every one's state. Jobs queued together come due together: one query, not one per job.
         self._idle_ads: Optional[dict] = None
         self._queued_ads: Optional[dict] = None
+        self._rescheduled = False  # in this poll
 
     def new_poll(self, active_jobs: list[SubmittedJobInfo]) -> None:
         """A new status poll of `active_jobs`: the jobs looked at from now on get the collector's and the
         schedd's new answers."""
         if self._collector is not None:
             self._collector.new_poll()
-        self._active, self._idle_ads, self._queued_ads = active_jobs, None, None
+        self._active, self._idle_ads, self._queued_ads, self._rescheduled = active_jobs, None, None, False
 
     def started(self, job_info: SubmittedJobInfo) -> None:
         """The event log says the job has started (it may have ended since)."""
@@ -130,6 +137,11 @@ class HeldAndIdle:
         Where no slot that can run it can appear (`_closed`), that is decided at its first look."""
         runtime, job, now = self._runtime, tracked(job_info), time.time()
         site = job.site
+        if not job.rescheduled and now - job.waiting_since > RESCHEDULE_AFTER_S:
+            job.rescheduled = True
+            if not self._rescheduled:
+                self._rescheduled = True
+                runtime.connection.schedd.reschedule()
         first_look_s = runtime.connection.negotiation_interval_s
         if (_what_it_asks(job) not in self._started
                 and job.due_a_first_look(first_look_s, runtime.idle_timeout_s, now)):

@@ -34,7 +34,10 @@ class Queue:
     """Job 1.0 is held when `held`, every other job asked for is idle; keeps the queries."""
 
     def __init__(self, held=False, memory_mb=512):
-        self.held, self.memory_mb, self.constraints = held, memory_mb, []
+        self.held, self.memory_mb, self.constraints, self.reschedules = held, memory_mb, [], 0
+
+    def reschedule(self):
+        self.reschedules += 1
 
     def query(self, constraint, projection):
         self.constraints.append(constraint)
@@ -137,6 +140,18 @@ def test_a_job_asking_for_what_an_earlier_job_of_the_run_started_with_gets_no_fi
         waiting.new_poll([later])
         assert waiting.idle(later)
     assert schedd.constraints == []
+
+
+def test_jobs_still_idle_a_second_after_their_submit_get_one_more_reschedule_together():
+    """A job queued just as its predecessor's shadow exits waits for the schedd's next StartJobs pass to take the
+    claim that job kept, unless the schedd is asked to reschedule once more."""
+    schedd = Queue()
+    waiting, _ = held_and_idle(schedd, BusySlots(), idle_timeout_s=1800)
+    fresh, waited = queued_jobs(2), queued_jobs(3, waiting_since=time.time() - 2)
+    for poll in range(3):
+        waiting.new_poll(fresh + waited)
+        assert all(waiting.idle(job) for job in fresh + waited)
+    assert schedd.reschedules == 1 and schedd.constraints == []
 
 
 def test_a_job_idle_again_after_running_is_looked_at_an_idle_timeout_later_not_at_once():

@@ -292,8 +292,9 @@ def _resources(request: ResourceRequest, site: Site | None, check: ValueChecker)
     commands = {"request_cpus": str(request.cpus),
                 # When the job ends the schedd keeps its claim this long for the user's next job, as DAGMan
                 # does for its nodes: the next chunk handed over in that time (a chain's next link, Snakemake's
-                # next job for the same slot) starts on it at the submit's reschedule (submitter.py), without
-                # waiting for a negotiation cycle (schedd.cpp FindRunnableJobForClaim).
+                # next job for the same slot) starts on it at the RESCHEDULE that htcondor2's submit sends
+                # (waiting.py: or one more), without waiting for a negotiation cycle (schedd.cpp
+                # FindRunnableJobForClaim).
                 "keep_claim_idle": str(int(PARAM_DEFAULTS_S["DAGMAN_HOLD_CLAIM_TIME"]))}
     if request.memory_mb is not None:
         commands["request_memory"] = f"{request.memory_mb}MB"

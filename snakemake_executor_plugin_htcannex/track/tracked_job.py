@@ -24,6 +24,7 @@ class TrackedJob:
     idle_since: Optional[float] = None  # first seen idle since it last ran, or last looked at (once per idle timeout)
     first_looked: bool = False  # given its first look, a negotiation cycle after it was first seen idle
     tried: set[str] = dataclasses.field(default_factory=set)  # sites it was moved away from
+    rescheduled: bool = False  # the schedd was asked once more to start it (waiting.RESCHEDULE_AFTER_S)
 
     def first_look_due(self, after_s: float, idle_timeout_s: float, now: float) -> bool:
         """Whether this idle job is due its first look: once, `after_s` after it was first seen idle,

@@ -1,5 +1,6 @@
-"""A chain's next job, queued after its predecessor ended: what htcannex's hop relies on (submitter.py submits
-and then asks the schedd to reschedule; description.py sets keep_claim_idle)."""
+"""A chain's next job, queued after its predecessor ended: what htcannex's hop relies on (htcondor2's submit
+sends the schedd a RESCHEDULE, and waiting.py asks for one more when the job is still idle; description.py sets
+keep_claim_idle)."""
 import htcondor2
 
 from test_behaviours import script, submit, wait_for_event
@@ -30,8 +31,8 @@ def test_on_htcondor_the_next_job_runs_on_the_claim_its_predecessor_kept(htcondo
     claims = {}
     for job in (first, second):
         cluster, proc = job.split(".")
-        [ad] = htcondor.schedd.history(f"ClusterId == {cluster} && ProcId == {proc}", ["PublicClaimId"], 1)
-        claims[job] = ad["PublicClaimId"]
+        [ad] = htcondor.schedd.history(f"ClusterId == {cluster} && ProcId == {proc}", ["LastPublicClaimId"], 1)
+        claims[job] = ad["LastPublicClaimId"]
     # Without keep_claim_idle the schedd relinquishes the claim when the first job ends, and the second runs on a
     # claim of its own, after a negotiation cycle.
     assert claims[first] == claims[second]
