@@ -132,7 +132,8 @@ def parse(chunk: ChunkTemplate, site: Site | None, source: str = "submit_templat
             return str(values[match[1]])
 
         text = PLACEHOLDER.sub(fill, text)
-    macros = dict(chunk.vars) | ({"ResourceName": site.name} if site is not None else {})
+    # ResourceName: the site, or MLDAG's "default" where none is chosen (as SITE_IN_COMMAND reads it).
+    macros = {"ResourceName": "default"} | dict(chunk.vars) | ({"ResourceName": site.name} if site is not None else {})
     lines = []
     for name, value in macros.items():
         if not NAME.fullmatch(str(name)) or CONTROL_CHARACTERS.search(str(value)):
