@@ -273,7 +273,9 @@ class RealPool:
         """One node per job, its submit description what htcannex submits for it (build_submit), less the log
         (DAGMan gives its nodes its own) and keep_claim_idle (DAGMan sets it, DAGMAN_HOLD_CLAIM_TIME)."""
         from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
+        from snakemake_executor_plugin_htcannex.sites.placement import decided_at
         from snakemake_executor_plugin_htcannex.submit.description import JobSpec, SubmitOptions, build_submit
+        from snakemake_executor_plugin_htcannex.submit.request import job_request
 
         catalogue_path = workdir / "htcannex.yaml"
         catalogue_path.write_text(yaml.safe_dump(_catalogue("default", self.annexes, False)))
@@ -289,7 +291,7 @@ class RealPool:
                            resources={"mem_mb": MEMORY_MB, "disk_mb": DISK_MB}, ships_workflow_sources=False,
                            needs_output_directories=True)
             site = None if job["annex"] is None else sites[self.annexes[job["annex"]].removeprefix(ANNEX_NAME_PREFIX)]
-            description = dict(build_submit(spec, site, options).items())
+            description = dict(build_submit(spec, decided_at(site, job_request(RULE, spec.resources, 1), RULE), options).items())
             for command_name in ("log", "keep_claim_idle"):
                 description.pop(command_name)
             (workdir / f"node{number}.sub").write_text(

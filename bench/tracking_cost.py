@@ -174,7 +174,7 @@ class _HtcannexDriver:
             idle_timeout_s=3600, direct_commands=False, job_python="python",
         )
         self.executor._held_and_idle = HeldAndIdle(self.executor._runtime, self.executor.logger, "fail",
-                                                   self.executor.report_job_error, self.executor._placement_request)
+                                                   self.executor.report_job_error)
         self.executor._status_check = StatusCheck(self.executor._runtime, self.executor._held_and_idle,
                                                   self.executor.report_job_success, self.executor.report_job_error)
         self.executor.status_rate_limiter = _rate_limiter()
@@ -183,12 +183,12 @@ class _HtcannexDriver:
         return []  # the jobs wait for a slot only
 
     def active_jobs(self, job_ids: list[str]) -> list:
-        from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob
+        from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob, WaitingOn
 
         sites = self.sites or [None]
         return [SubmittedJobInfo(SimpleNamespace(name="noop", jobid=i), external_jobid=job_id,
                                  aux={"htcannex": TrackedJob(spec=None, site=sites[i % len(sites)],
-                                                             held_for_annex=self.held, stderr=None,
+                                                             waiting_on=WaitingOn.ANNEX if self.held else WaitingOn.NOTHING, stderr=None,
                                                              prepared_script=None)})
                 for i, job_id in enumerate(job_ids)]
 

@@ -1,11 +1,11 @@
 """The Snakemake remote executor: each Snakemake job becomes one HTCondor job.
 
-run_job: adopt the job an earlier (killed) Snakemake submitted for it, if any
-(adoption.py); else place the job (rotation), make sure its annex is up or coming
-(annex.py; held until it is), describe it (description.py) and submit it
-through the schedd seam (submission.py). check_active_jobs: read the one event log
-(tracking.py) and turn events into Snakemake's success/error callbacks; a job
-held, waiting for its annex or idle too long is handled by held_and_idle.py.
+run_job: adopt the job an earlier (killed) Snakemake submitted for it, if any (track/adoption.py);
+else parse its resources once (submit/request.py), place it (sites/placement.py), make sure its
+annex is up or coming (annex/; queued held until it is), describe it (submit/description.py) and
+submit it off Snakemake's thread (submit/submitter.py). check_active_jobs: read the one event log
+(track/event_log.py) and act on each job (status_check.py; waiting.py for one held, waiting for its
+annex or idle too long).
 """
 import asyncio
 import dataclasses
@@ -19,30 +19,29 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
-from snakemake_executor_plugin_htcannex import secrets
-
-from snakemake_executor_plugin_htcannex.submit import one_step, refusal
 from snakemake_executor_plugin_htcannex import schedd as schedd_seam
-from snakemake_executor_plugin_htcannex.track.adoption import Adoption, CompletedWhileDown
+from snakemake_executor_plugin_htcannex import secrets
 from snakemake_executor_plugin_htcannex.annex.manager import AnnexState
-from snakemake_executor_plugin_htcannex.submit.direct_command import NeedsSnakemake, direct_command
-from snakemake_executor_plugin_htcannex.submit.description import JobSpec, build_submit, job_signature
-from snakemake_executor_plugin_htcannex.status_check import StatusCheck
-from snakemake_executor_plugin_htcannex.waiting import HeldAndIdle
-from snakemake_executor_plugin_htcannex.track.liveness import SILENT_CHECKS, ScheddWatch
-from snakemake_executor_plugin_htcannex.track.log_writes import LogWrites
-from snakemake_executor_plugin_htcannex.submit.job_spec import (JobCommand, job_spec, placement_request, rule_label, wildcards_of,
-                       with_memory)
-from snakemake_executor_plugin_htcannex.sites.placement import Request, place
 from snakemake_executor_plugin_htcannex.ops.plan import plan_report
-from snakemake_executor_plugin_htcannex.submit.prepared_scripts import PreparedScripts
-from snakemake_executor_plugin_htcannex.sites.rotation import RotationError
 from snakemake_executor_plugin_htcannex.runtime import Runtime
-from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, SiteRefusal
+from snakemake_executor_plugin_htcannex.sites.placement import place
+from snakemake_executor_plugin_htcannex.sites.rotation import RotationError
+from snakemake_executor_plugin_htcannex.sites.site import SiteRefusal
+from snakemake_executor_plugin_htcannex.status_check import StatusCheck
+from snakemake_executor_plugin_htcannex.submit import one_step, refusal
+from snakemake_executor_plugin_htcannex.submit.description import JobSpec, build_submit, job_signature
+from snakemake_executor_plugin_htcannex.submit.direct_command import NeedsSnakemake, direct_command
+from snakemake_executor_plugin_htcannex.submit.job_spec import JobCommand, job_spec, rule_label, wildcards_of
+from snakemake_executor_plugin_htcannex.submit.prepared_scripts import PreparedScripts
+from snakemake_executor_plugin_htcannex.submit.request import job_request, with_memory
 from snakemake_executor_plugin_htcannex.submit.submitter import Submitter
 from snakemake_executor_plugin_htcannex.submit.template import TemplateError
 from snakemake_executor_plugin_htcannex.submit_language import SubmitValueError
-from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob, tracked
+from snakemake_executor_plugin_htcannex.track.adoption import Adoption, CompletedWhileDown
+from snakemake_executor_plugin_htcannex.track.liveness import SILENT_CHECKS, ScheddWatch
+from snakemake_executor_plugin_htcannex.track.log_writes import LogWrites
+from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob, WaitingOn, tracked
+from snakemake_executor_plugin_htcannex.waiting import HeldAndIdle
 
 # How often the status thread looks whether the event log grew: without inotify (log_writes.py), and where
 # inotify watches the log and a write wakes the thread at once, for a log it does not see written (another
@@ -79,7 +78,7 @@ class Executor(RemoteExecutor):
                                   self._scripts)
         self._adoption.remove_stale_scripts()  # before this run prepares any
         self._held_and_idle = HeldAndIdle(runtime, self.logger, self.workflow.executor_settings.unmatchable,
-                                          self.report_job_error, self._placement_request)
+                                          self.report_job_error)
         self._status_check = StatusCheck(runtime, self._held_and_idle, self.report_job_success, self.report_job_error)
         self._log_writes = LogWrites(runtime.tracker.path)
         self._runtime = runtime  # the status thread starts checking jobs with this
@@ -136,12 +135,13 @@ class Executor(RemoteExecutor):
         # Feasibility first (placement.py): a job no site can run fails alone, before any annex is
         # requested or anything submitted; the rest of the run goes on.
         try:
+            request = job_request(spec.rule, spec.resources, spec.threads)  # its resources, parsed once
             decision = place(runtime.config.rotation, runtime.config.sites, job.name, wildcards_of(job),
-                             job.attempt, self._placement_request(job, spec))
+                             job.attempt, request)
             site = decision.site
             if decision.impossible:
                 raise SiteRefusal(decision.impossible)
-            submit = build_submit(spec, site, runtime.submit_options)
+            submit = build_submit(spec, decision, runtime.submit_options)
         except (RotationError, SubmitValueError, SiteRefusal, TemplateError) as error:
             refusal.make_final(job)  # a retry is refused the same way
             self.report_job_error(SubmittedJobInfo(job), msg=f"{error} ")
@@ -149,6 +149,7 @@ class Executor(RemoteExecutor):
         for skip in decision.skipped:
             self.logger.info(f"Job {job.jobid} skips site {skip.site}: {skip.reason}")
         hold_for_annex = site is not None and site.kind == "annex" and not runtime.annexes.is_up(site)
+        waiting_on = WaitingOn.ANNEX if hold_for_annex else WaitingOn.NOTHING
         if hold_for_annex:
             # HTCondor creates an annex only for a user with a job queued for it: queue it held first.
             submit["hold"] = "true"
@@ -164,8 +165,8 @@ class Executor(RemoteExecutor):
             where = f" on {site.name}" if site else ""
             self.logger.info(f"Submitted job {job.jobid} as HTCondor job {job_id}{where}"
                              + (" (held until its annex is up)" if hold_for_annex else ""))
-            self._track(job, job_id, site, hold_for_annex, stderr=submit.get("error"), spec=spec,
-                        prepared_script=command.prepared_script)
+            self._track(job, TrackedJob(spec, site, waiting_on, submit.get("error"), command.prepared_script,
+                                        request, decision.request), job_id)
 
         def refused(error: Exception):  # htcondor2.HTCondorException, the embedded pool's PoolRequestError
             self._scripts.remove(command.prepared_script)
@@ -176,13 +177,9 @@ class Executor(RemoteExecutor):
         self._submitter.submit(submit, submitted, refused)
         return True
 
-    def _track(self, job: JobExecutorInterface, job_id: str, site, held_for_annex: bool, stderr,
-               spec: JobSpec, prepared_script: Optional[str] = None) -> None:
-        self._unreported[job_id] = prepared_script
-        self.report_job_submission(SubmittedJobInfo(
-            job, external_jobid=job_id,
-            aux={"htcannex": TrackedJob(spec, site, held_for_annex, stderr, prepared_script)},
-        ))
+    def _track(self, job: JobExecutorInterface, tracked_job: TrackedJob, job_id: str) -> None:
+        self._unreported[job_id] = tracked_job.prepared_script
+        self.report_job_submission(SubmittedJobInfo(job, external_jobid=job_id, aux={"htcannex": tracked_job}))
 
     def _adopt(self, job: JobExecutorInterface, spec: JobSpec) -> bool:
         """Take over the job an earlier (killed) Snakemake submitted for the same outputs instead of
@@ -192,8 +189,8 @@ class Executor(RemoteExecutor):
             # Not tracked: nothing is left to wait for (Snakemake checks the outputs and clears its marker).
             self.report_job_success(SubmittedJobInfo(job, external_jobid=earlier.job_id))
         elif earlier is not None:
-            self._track(job, earlier.job_id, earlier.site, earlier.held_for_annex, stderr=earlier.stderr, spec=spec,
-                        prepared_script=earlier.prepared_script)
+            self._track(job, TrackedJob(spec, earlier.site, earlier.waiting_on, earlier.stderr, earlier.prepared_script),
+                        earlier.job_id)
         return earlier is not None
 
     async def check_active_jobs(
@@ -338,16 +335,6 @@ class Executor(RemoteExecutor):
         # format_job_exec() is a shell command (it may `export` variables and
         # chain with &&), quoted for a shell: hand it to one, never re-quote it.
         return JobCommand("/bin/sh", self.format_job_exec(job))
-
-    def _placement_request(self, job: JobExecutorInterface, spec: JobSpec) -> Request:
-        """What placement judges the job by: the plan's request (job_spec.placement_request), with
-        at least the memory a memory hold set for this job's next attempt (an MLDAG chunk's own
-        request_memory wins over it, as in its submit description)."""
-        request = placement_request(spec.rule, job.resources, job.threads)
-        floor = self._held_and_idle.memory_floor(spec)
-        if floor is not None and isinstance(request, ResourceRequest) and (request.memory_mb or 0) < floor:
-            request = dataclasses.replace(request, memory_mb=floor)
-        return request
 
     def _print_plan(self) -> None:
         jobs = [(job.name, wildcards_of(job), job.resources, job.threads)

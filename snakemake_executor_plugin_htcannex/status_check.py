@@ -11,7 +11,7 @@ from snakemake_executor_plugin_htcannex.runtime import Runtime
 from snakemake_executor_plugin_htcannex.submit.job_spec import missing_products
 from snakemake_executor_plugin_htcannex.track import failure_hints
 from snakemake_executor_plugin_htcannex.track.event_log import JobPhase, JobRecord
-from snakemake_executor_plugin_htcannex.track.tracked_job import tracked
+from snakemake_executor_plugin_htcannex.track.tracked_job import WaitingOn, tracked
 from snakemake_executor_plugin_htcannex.waiting import HeldAndIdle
 
 
@@ -24,7 +24,7 @@ class StatusCheck:
     def still_active(self, job_info: SubmittedJobInfo) -> bool:
         """Act on what the event log says about one job; False once it is reported."""
         waiting = self._waiting
-        if tracked(job_info).held_for_annex:
+        if tracked(job_info).waiting_on is WaitingOn.ANNEX:
             return waiting.waiting_for_annex(job_info)
         record = self._runtime.tracker.jobs.get(job_info.external_jobid) or waiting.without_event_log(job_info)
         if record is None:

@@ -32,15 +32,14 @@ from snakemake_executor_plugin_htcannex import secrets
 
 from snakemake_executor_plugin_htcannex.track import recovery
 from snakemake_executor_plugin_htcannex.annex.manager import AnnexState
-from snakemake_executor_plugin_htcannex.submit.description import JobSpec, job_signature, resource_request
+from snakemake_executor_plugin_htcannex.submit.description import JobSpec, job_signature
 from snakemake_executor_plugin_htcannex.ops.diagnose import never_matches
 from snakemake_executor_plugin_htcannex.track import failure_hints
 from snakemake_executor_plugin_htcannex.track.holds import HoldKind, memory_for_retry
 from snakemake_executor_plugin_htcannex.submit.job_spec import wildcards_of
-from snakemake_executor_plugin_htcannex.sites.placement import Request
 from snakemake_executor_plugin_htcannex.runtime import Runtime
 from snakemake_executor_plugin_htcannex.schedd import job_constraint, job_id
-from snakemake_executor_plugin_htcannex.track.tracked_job import tracked
+from snakemake_executor_plugin_htcannex.track.tracked_job import WaitingOn, tracked
 from snakemake_executor_plugin_htcannex.track.event_log import JobPhase, JobRecord
 
 # How long after a submit a missing event log means HTCondor cannot write it (then the schedd is asked).
@@ -52,7 +51,6 @@ NO_EVENT_LOG_GRACE_S = 10.0
 RESCHEDULE_AFTER_S = 1.0
 
 Fail = Callable[..., None]  # the executor's report_job_error(job_info, msg=...)
-PlacementRequest = Callable[[object, JobSpec], Request]  # what placement judges a job by
 
 
 class CollectorOfThisPoll:
@@ -76,11 +74,10 @@ class CollectorOfThisPoll:
 
 
 class HeldAndIdle:
-    def __init__(self, runtime: Runtime, logger, unmatchable: str, fail: Fail, placement_request: PlacementRequest):
-        """`unmatchable`: --htcannex-unmatchable ("fail" or "wait"); `fail`: how a job is reported failed;
-        `placement_request`: what the executor's placement judges a job by (the rotation's next site)."""
+    def __init__(self, runtime: Runtime, logger, unmatchable: str, fail: Fail):
+        """`unmatchable`: --htcannex-unmatchable ("fail" or "wait"); `fail`: how a job is reported failed."""
         self._runtime, self._logger, self._unmatchable = runtime, logger, unmatchable
-        self._fail, self._placement_request = fail, placement_request
+        self._fail = fail
         collector = runtime.connection.collector
         self._collector = CollectorOfThisPoll(collector) if collector is not None else None
         # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold
@@ -104,7 +101,9 @@ class HeldAndIdle:
 
     def started(self, job_info: SubmittedJobInfo) -> None:
         """The event log says the job has started (it may have ended since)."""
-        self._started.add(_what_it_asks(tracked(job_info)))
+        asks = _what_it_asks(tracked(job_info))
+        if asks is not None:
+            self._started.add(asks)
 
     def memory_floor(self, spec: JobSpec) -> Optional[int]:
         """The memory (MB) this job asks for at least, when an earlier attempt was held for memory."""
@@ -113,6 +112,7 @@ class HeldAndIdle:
     def held(self, job_info: SubmittedJobInfo, record: JobRecord) -> bool:
         """Release the held job or remove and report it, as the hold policy decides."""
         runtime = self._runtime
+        tracked(job_info).wait_for(WaitingOn.RELEASE, time.time())
         decision = runtime.hold_policy.decide(record, tracked(job_info).spec.rule)
         if decision is None:
             return True
@@ -143,7 +143,8 @@ class HeldAndIdle:
                 self._rescheduled = True
                 runtime.connection.schedd.reschedule()
         first_look_s = runtime.connection.negotiation_interval_s
-        if (_what_it_asks(job) not in self._started
+        asks = _what_it_asks(job)
+        if ((asks is None or asks not in self._started)
                 and job.due_a_first_look(first_look_s, runtime.idle_timeout_s, now)):
             if self._closed(job):
                 ad = self._idle_ad(job_info)
@@ -187,10 +188,10 @@ class HeldAndIdle:
             runtime.connection.schedd.act(
                 htcondor2.JobAction.Release, job_info.external_jobid, reason=f"annex {site.name} is up"
             )
-            job.held_for_annex = False
+            job.wait_for(WaitingOn.NOTHING, time.time())
             self._logger.info(f"Annex {site.name} is up: released HTCondor job {job_info.external_jobid}")
             return True
-        if time.time() - job.waiting_since > runtime.idle_timeout_s:
+        if time.time() - job.since > runtime.idle_timeout_s:
             # Left queued at the site, it would start later and idle on the allocation.
             withdrawn = runtime.annexes.give_up(site)
             return self._move_or_fail(job_info, f"annex {site.annex_name} did not come up ({withdrawn}). "
@@ -204,7 +205,7 @@ class HeldAndIdle:
         the run does not wait forever on a log that will never come: a held job is handled as held, an idle
         one is looked at as idle (one no slot can run is said, then failed)."""
         tracker = self._runtime.tracker
-        if tracker.path.exists() or time.time() - tracked(job_info).waiting_since < NO_EVENT_LOG_GRACE_S:
+        if tracker.path.exists() or time.time() - tracked(job_info).submitted < NO_EVENT_LOG_GRACE_S:
             return None
         if not self._warned_no_event_log:
             self._warned_no_event_log = True
@@ -310,7 +311,7 @@ class HeldAndIdle:
         tried.add(job.site.name)
         site = job_ad is not None and recovery.next_site(
             runtime.config.rotation, runtime.config.sites, snakemake_job.name, wildcards_of(snakemake_job),
-            snakemake_job.attempt, tried, job_ad, self._placement_request(snakemake_job, job.spec))
+            snakemake_job.attempt, tried, job_ad, job.placement_request())
         if not site:
             return self._fail_waiting(job_info, why, waited_s)
         status = runtime.annexes.ensure(site)
@@ -319,7 +320,7 @@ class HeldAndIdle:
         self._logger.warning(f"HTCondor job {job_info.external_jobid} waited over {waited_s:g} s: "
                              f"{why} Moved it to site {site.name} (annex {site.annex_name}); it keeps its "
                              f"self-checkpoint. {status.message}")
-        job.site, job.waiting_since, job.idle_since, job.first_looked = site, time.time(), None, False
+        job.moved_to(site, time.time())
         return True
 
     def _fail_waiting(self, job_info: SubmittedJobInfo, why: str, waited_s: float) -> bool:
@@ -339,9 +340,12 @@ class HeldAndIdle:
 _PHASES = {JobStatus.IDLE: JobPhase.IDLE, JobStatus.RUNNING: JobPhase.RUNNING}
 
 
-def _what_it_asks(job) -> tuple:
-    """What a slot is judged by for this job: its site and its request (as placement sees it)."""
-    return job.site.name if job.site is not None else None, resource_request(job.spec)
+def _what_it_asks(job) -> Optional[tuple]:
+    """What a slot is judged by for this job: its site and its request as the site admitted it (None for
+    a job adopted from an earlier run, whose request was not judged in this one)."""
+    if job.admitted is None:
+        return None
+    return job.site.name if job.site is not None else None, job.admitted
 
 
 def _on_annex(job) -> bool:

@@ -14,9 +14,10 @@ from snakemake_executor_plugin_htcannex.submit.description import (
     JobSpec,
     SubmitOptions,
     build_submit,
-    duration_category,
     transfer_root,
 )
+from snakemake_executor_plugin_htcannex.sites.placement import decided_at
+from snakemake_executor_plugin_htcannex.submit.request import duration_category, job_request
 from htcannex_pool import Pool
 from htcannex_pool.quoting import parse_arguments, parse_environment
 from htcannex_pool.remaps import remap, rules
@@ -45,8 +46,13 @@ def spec(**overrides) -> JobSpec:
     return JobSpec(**{**values, **overrides})
 
 
+def submitted_at(job: JobSpec, site, options) -> htcondor2.Submit:
+    """`job`'s submit description at `site` (None: any slot), its request made and admitted as a run does."""
+    return build_submit(job, decided_at(site, job_request(job.rule, job.resources, job.threads), job.rule), options)
+
+
 def submit_for(options, site=None, **overrides) -> htcondor2.Submit:
-    return build_submit(spec(**overrides), site, options)
+    return submitted_at(spec(**overrides), site, options)
 
 
 def with_image(options, image: str) -> SubmitOptions:
@@ -554,7 +560,7 @@ def run_in_pool(pool, workdir: Path, directory: str, argv_tail: list[str]):
     options.logs_dir.mkdir(parents=True, exist_ok=True)
     job = spec(argv=["/usr/bin/env", "python3", "-c", script, *argv_tail], inputs=[source], outputs=[target],
                resources={"mem_mb": 512, "runtime": "5m"})
-    result = pool.schedd().submit(build_submit(job, site, options))
+    result = pool.schedd().submit(submitted_at(job, site, options))
     constraint = f"ClusterId == {result.cluster()}"
     deadline = time.time() + 30
     while not pool.schedd().history(constraint, ["JobStatus"], 1):

@@ -4,7 +4,7 @@ renders the plan with its skips and the budget it implies."""
 import pytest
 
 from catalogues import load_with
-from snakemake_executor_plugin_htcannex.submit.job_spec import placement_request
+from snakemake_executor_plugin_htcannex.submit.request import plan_request
 from snakemake_executor_plugin_htcannex.sites.placement import place
 from snakemake_executor_plugin_htcannex.ops.plan import plan_jobs, plan_report
 from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest
@@ -138,7 +138,7 @@ def test_the_plan_places_every_job_as_place_does_for_that_job_alone(tmp_path):
     cells = set()
     for job, (rule, wildcards, resources, threads) in zip(planned, jobs):
         try:
-            request = placement_request(rule, resources, threads)
+            request = plan_request(rule, resources, threads)
         except SubmitValueError as error:
             assert job.decision is None and job.problem == str(error)
             continue

@@ -13,7 +13,8 @@ from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
 from snakemake_executor_plugin_htcannex.submit.description import JobSpec
 from snakemake_executor_plugin_htcannex.waiting import HeldAndIdle
-from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob
+from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest
+from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob, WaitingOn
 from snakemake_executor_plugin_htcannex.track.event_log import JobPhase
 
 FAULTS_CATALOGUE = Path(__file__).parent / "ops" / "workflows" / "faults" / "htcannex.yaml"
@@ -62,16 +63,17 @@ def held_and_idle(schedd, collector, tracker=None, idle_timeout_s=0, negotiation
     failed = []
     logger = SimpleNamespace(warning=print if warnings is None else warnings.append)
     return HeldAndIdle(runtime, logger=logger, unmatchable="fail",
-                       fail=lambda *a, **k: failed.append(a), placement_request=None), failed
+                       fail=lambda *a, **k: failed.append(a)), failed
 
 
-def queued_jobs(n: int, waiting_since: float | None = None) -> list[SubmittedJobInfo]:
+def queued_jobs(n: int, submitted: float | None = None) -> list[SubmittedJobInfo]:
     jobs = [SubmittedJobInfo(SimpleNamespace(name="any", jobid=i), external_jobid=f"{i + 1}.0",
                              aux={"htcannex": TrackedJob(JobSpec("any", i, ["/bin/true"], resources={"mem_mb": 512}),
-                                                         None, False, None, None)})
+                                                         None, WaitingOn.NOTHING, None, None,
+                                                         admitted=ResourceRequest(memory_mb=512))})
             for i in range(n)]
     for job in jobs:
-        job.aux["htcannex"].waiting_since = waiting_since or time.time()
+        job.aux["htcannex"].submitted = submitted or time.time()
     return jobs
 
 
@@ -94,7 +96,7 @@ def test_a_polls_idle_looks_ask_the_schedd_only_for_the_jobs_due_a_look():
     waiting.new_poll(jobs)
     assert all(waiting.idle(job) for job in jobs)  # seen idle now: none due
     for job in jobs[:2]:
-        job.aux["htcannex"].idle_since -= 120  # these two were seen idle two minutes ago
+        job.aux["htcannex"].since -= 120  # these two were seen idle two minutes ago
     waiting.new_poll(jobs)
     assert all(waiting.idle(job) for job in jobs)
     assert schedd.constraints == ["member(JobStatus, {1}) && member(ClusterId, {1, 2})"]
@@ -103,7 +105,7 @@ def test_a_polls_idle_looks_ask_the_schedd_only_for_the_jobs_due_a_look():
 def test_jobs_without_an_event_log_are_asked_of_the_schedd_in_one_query_per_poll(tmp_path):
     schedd = Queue(held=True)
     waiting, _ = held_and_idle(schedd, BusySlots(), tracker=SimpleNamespace(path=tmp_path / "never-written.log"))
-    jobs = queued_jobs(5, waiting_since=time.time() - 60)  # past the grace an event log gets to appear
+    jobs = queued_jobs(5, submitted=time.time() - 60)  # past the grace an event log gets to appear
     for poll in range(2):
         waiting.new_poll(jobs)
         records = [waiting.without_event_log(job) for job in jobs]
@@ -162,7 +164,7 @@ def test_a_job_idle_again_after_running_is_looked_at_an_idle_timeout_later_not_a
     [job] = queued_jobs(1)
     waiting.new_poll([job])
     assert waiting.idle(job)  # seen idle
-    job.aux["htcannex"].idle_since -= 120  # two minutes ago; then it ran
+    job.aux["htcannex"].since -= 120  # two minutes ago; then it ran
     job.aux["htcannex"].seen_running()
     waiting.new_poll([job])
     assert waiting.idle(job)  # idle again: seen idle from now

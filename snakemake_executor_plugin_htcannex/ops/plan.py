@@ -21,6 +21,7 @@ from snakemake_executor_plugin_htcannex.sites.catalogue import Catalogue
 from snakemake_executor_plugin_htcannex.sites.placement import Decision, place
 from snakemake_executor_plugin_htcannex.sites.rotation import Rotation, run_order_key
 from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, Site
+from snakemake_executor_plugin_htcannex.submit.request import plan_request
 from snakemake_executor_plugin_htcannex.submit_language import SubmitValueError
 from snakemake_executor_plugin_htcannex.units import format_duration_s
 
@@ -50,8 +51,6 @@ class PlannedJob:
 def plan_jobs(catalogue: Catalogue, jobs: Iterable[tuple[str, Mapping, Mapping, int]]) -> list[PlannedJob]:
     """The first-attempt placement of each job of a rotated rule among (rule, wildcards,
     resources, threads). Raises rotation.RotationError for a rotated rule without its wildcards."""
-    from snakemake_executor_plugin_htcannex.submit.job_spec import placement_request  # job_spec imports Snakemake's executor interface
-
     rotation = catalogue.rotation
     planned = []
     requests: dict = {}  # the jobs of a sweep share a few resource sets: each is turned into a request once
@@ -62,7 +61,7 @@ def plan_jobs(catalogue: Catalogue, jobs: Iterable[tuple[str, Mapping, Mapping, 
         key = (rule, tuple((name, str(value)) for name, value in resources.items()), threads)
         try:
             if key not in requests:
-                requests[key] = placement_request(rule, resources, threads)
+                requests[key] = plan_request(rule, resources, threads)
             request = requests[key]
         except SubmitValueError as error:
             chosen = rotation.place(rule, wildcards)

@@ -9,10 +9,12 @@ rotation (rotation.py) it walks the rule's sites in rotation order and takes the
 A job no site of its rotation admits is impossible: it fails alone, with every site's reason and
 fix, and no annex is requested for it.
 
-The request judged is `job_spec.placement_request`: the rule's resources as a run would submit
-them (with room for the job's own Snakemake), so that the plan and the run agree. An MLDAG chunk's
-request depends on the site (its template's {resource.*}): then it is a function giving each
-site's verdict (submit_template.admission), judged the same way.
+The request judged is made once per job (submit/request.py): in a run the request the job submits,
+which the chosen site's admission (`Decision.request`) then is, as build_submit takes it; in the
+dry run's plan, each job as one that runs its own Snakemake. An MLDAG chunk's request depends on
+the site (its template's {resource.*}): then it is a function giving each site's verdict
+(template.admission), judged the same way, and the template as filled for the chosen site
+(`Decision.template`) goes to build_submit with it.
 """
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,8 +22,8 @@ from dataclasses import dataclass
 from snakemake_executor_plugin_htcannex.sites.rotation import Placement, Rotation
 from snakemake_executor_plugin_htcannex.sites.site import Admission, ResourceRequest, Site
 
-# A job's request, or for a request that depends on the site, each site's verdict on it.
-Request = ResourceRequest | Callable[[Site], Admission]
+# A job's request, or for a request that depends on the site, each site's verdict on it (None: any slot).
+Request = ResourceRequest | Callable[[Site | None], Admission]
 
 
 @dataclass(frozen=True)
@@ -36,13 +38,14 @@ class Skip:
 class Decision:
     """Where one attempt of one job runs: `site` (None with policy `any`: any slot), the sites
     passed over before it, or `impossible` (why no site of the rotation can run it); `request`:
-    the job's request as `site` admits it."""
+    the job's request as `site` admits it, and for an MLDAG chunk its `template` filled for `site`."""
 
-    placement: Placement  # the rotation's own choice, before any skip
+    placement: Placement | None  # the rotation's own choice, before any skip (None: `decided_at`)
     site: Site | None
     skipped: tuple[Skip, ...] = ()
     impossible: str | None = None
     request: ResourceRequest | None = None
+    template: object | None = None  # an htcondor2.Submit (submit/template.py)
 
 
 def place(rotation: Rotation, sites: Mapping[str, Site], rule: str, wildcards: Mapping[str, object],
@@ -56,7 +59,9 @@ def place(rotation: Rotation, sites: Mapping[str, Site], rule: str, wildcards: M
     chunk wildcard."""
     chosen = rotation.place(rule, wildcards, attempt)
     if chosen.site is None:
-        return Decision(chosen, None)
+        admission = admit(None, request, rule)
+        return Decision(chosen, None, impossible=admission.refusal, request=admission.request,
+                        template=admission.template)
     # A request that depends on the site is its function: one per job's request.
     by_site = {} if verdicts is None else verdicts.setdefault((rule, request), {})
     skipped = []
@@ -65,12 +70,26 @@ def place(rotation: Rotation, sites: Mapping[str, Site], rule: str, wildcards: M
             continue
         site = sites[name]
         if name not in by_site:
-            by_site[name] = request(site) if callable(request) else site.admit(request, rule=rule)
+            by_site[name] = admit(site, request, rule)
         admission = by_site[name]
         if admission.refusal is None:
-            return Decision(chosen, site, tuple(skipped), request=admission.request)
+            return Decision(chosen, site, tuple(skipped), request=admission.request, template=admission.template)
         skipped.append(Skip(name, admission.refusal))
     return Decision(chosen, None, tuple(skipped), impossible=impossible(rule, skipped))
+
+
+def admit(site: Site | None, request: Request, rule: str) -> Admission:
+    """`site`'s verdict on `request` (None: any slot, which admits it as it is)."""
+    if callable(request):
+        return request(site)
+    return site.admit(request, rule=rule) if site is not None else Admission(request)
+
+
+def decided_at(site: Site | None, request: Request, rule: str) -> Decision:
+    """The decision to run at `site` (None: any slot) for a caller that chose the site itself (a
+    benchmark's own placement, a test); raises SiteRefusal when the site cannot run it."""
+    admission = admit(site, request, rule)
+    return Decision(None, site, request=admission.or_raise(), template=admission.template)
 
 
 def impossible(rule: str, refusals: list[Skip]) -> str:

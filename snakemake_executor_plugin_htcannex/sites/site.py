@@ -36,6 +36,7 @@ class ResourceRequest:
     gpu_memory_mb: int | None = None
     gpu_capability: float | None = None
     runtime_s: int | None = None
+    duration_category: str | None = None  # OSPool's JobDurationCategory of runtime_s (submit/request.py)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class Admission:
 
     request: ResourceRequest | None
     refusal: str | None = None
+    # An MLDAG chunk's own submit description, filled for this site (an htcondor2.Submit; submit/template.py).
+    template: object | None = None
 
     def or_raise(self) -> ResourceRequest:
         if self.refusal is not None:

@@ -40,21 +40,17 @@ from htcondor_codes import PARAM_DEFAULTS_S
 
 from snakemake_executor_plugin_htcannex import paths
 
-from snakemake_executor_plugin_htcannex.submit import output_directories, transfer_names
-
-from snakemake_executor_plugin_htcannex.submit import template as submit_template
+from snakemake_executor_plugin_htcannex.sites.placement import Decision
 from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, Site
-from snakemake_executor_plugin_htcannex.submit_language import (CONTAINER_IMAGE, ENV_NAME, GPU_MODEL, SubmitValueError, ValueChecker,
+from snakemake_executor_plugin_htcannex.submit import output_directories, template, transfer_names
+from snakemake_executor_plugin_htcannex.submit_language import (CONTAINER_IMAGE, ENV_NAME, SubmitValueError, ValueChecker,
                                                                 extra_command, literal, needs_stand_in)
-from snakemake_executor_plugin_htcannex.units import UnitError, format_duration_s, parse_duration_s, parse_size_mib
 
 # A job's stdout/stderr file is named after its rule, which is any text for a group job or an unnamed
 # rule: only these characters are kept (no '/', no space, nothing the submit language reads), and a
 # group of many rules is cut short (the job id after it keeps the name unique).
 FILE_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 FILE_STEM_CHARACTERS = 80
-MEDIUM_LIMIT_S = 20 * 3600  # OSPool's JobDurationCategory limits
-LONG_LIMIT_S = 40 * 3600
 
 
 @dataclass(frozen=True)
@@ -138,25 +134,21 @@ def transfer_root(workdir: Path, paths: Sequence[str]) -> Path | None:
     return None if root == workdir else root
 
 
-def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> htcondor2.Submit:
-    """The submit description for `spec` at `site` (None: any slot). Raises SubmitValueError
-    for a value that cannot be submitted safely and site.SiteRefusal for a job `site` cannot run."""
+def build_submit(spec: JobSpec, decision: Decision, options: SubmitOptions) -> htcondor2.Submit:
+    """The submit description for `spec` where placement put it: at `decision.site` (None: any slot),
+    asking for `decision.request`, the job's request as that site admitted it (submit/request.py made
+    it once). Raises SubmitValueError for a value that cannot be submitted safely."""
     check = ValueChecker(spec.rule)
-    request = resource_request(spec)
-    # An MLDAG chunk's own submit description (submit_template.py): its requests and commands win.
-    chunk_template = submit_template.of(spec.resources)
-    template = submit_template.parse(chunk_template, site) if chunk_template else None
-    if template is not None:
-        request = submit_template.requested(template, request, site, spec.rule)
-    if site is not None:
-        request = site.admit(request, rule=spec.rule).or_raise()
+    site = decision.site
+    # An MLDAG chunk's own submit description, filled for the site (template.py): its commands win.
+    chunk_submit = decision.template
     commands = {}
     commands.update(_command(spec, options, check))
-    commands.update(_resources(request, site, check))
+    commands.update(_resources(decision.request, site, check))
     commands.update(_files(spec, options, check))
     environment = {**options.environment, **spec.environment}
-    if template is not None:
-        environment |= submit_template.environment(template, site)[0]
+    if chunk_submit is not None:
+        environment |= template.environment(chunk_submit, site)[0]
     if environment:
         commands["environment"] = _environment(environment, check)
     commands.update(_identity(spec, site, options, check))
@@ -170,58 +162,11 @@ def build_submit(spec: JobSpec, site: Site | None, options: SubmitOptions) -> ht
         commands[name] = text
     if "transfer_checkpoint_files" in commands:
         # Named from where the job runs (its workdir), as HTCondor looks for them from the sandbox root.
-        commands["transfer_checkpoint_files"] = submit_template.in_sandbox_workdir(
+        commands["transfer_checkpoint_files"] = template.in_sandbox_workdir(
             commands["transfer_checkpoint_files"], options.sandbox_workdir)
-    if template is not None:
-        commands = submit_template.merge(template, commands, options.sandbox_workdir)
+    if chunk_submit is not None:
+        commands = template.merge(chunk_submit, commands, options.sandbox_workdir)
     return htcondor2.Submit(commands)
-
-
-def resource_request(spec: JobSpec) -> ResourceRequest:
-    """Snakemake's standard resources (and htcannex's GPU ones) in HTCondor's units."""
-    resources, rule = spec.resources, spec.rule
-
-    def size(*names: str) -> int | None:
-        for name in names:
-            if resources.get(name) is not None:
-                return _unit(rule, f"resources.{name}", resources[name], parse_size_mib)
-        return None
-
-    runtime = resources.get("runtime")
-    gpu_model = resources.get("gpu_model")
-    if gpu_model is not None and not GPU_MODEL.fullmatch(ValueChecker(rule).text("resources.gpu_model", gpu_model)):
-        raise SubmitValueError(rule, "resources.gpu_model", gpu_model,
-                               "a GPU model is letters, digits, spaces, '-' and '_' (e.g. A100, H200, RTX 2080)")
-    capability = resources.get("gpu_capability")
-    try:
-        capability = float(capability) if capability is not None else None
-    except (TypeError, ValueError):
-        raise SubmitValueError(rule, "resources.gpu_capability", capability,
-                               "write the compute capability as a string, e.g. \"8.0\"") from None
-    return ResourceRequest(
-        cpus=_count(rule, "threads", spec.threads, minimum=1),
-        # mem_mb is taken as MiB, HTCondor's request_memory unit (as the SLURM plugin passes it to --mem).
-        memory_mb=size("mem_mb", "mem_mib", "mem"),
-        disk_mb=size("disk_mb", "disk_mib", "disk"),
-        gpus=_count(rule, "resources.gpu", resources.get("gpu", 0), minimum=0),
-        gpu_model=str(gpu_model) if gpu_model is not None else None,
-        gpu_memory_mb=size("gpu_memory"),
-        gpu_capability=capability,
-        runtime_s=_unit(rule, "resources.runtime", runtime, parse_duration_s) if runtime is not None else None,
-    )
-
-
-def duration_category(runtime_s: int, rule: str) -> str:
-    """OSPool's +JobDurationCategory for a runtime; refuses what no category allows."""
-    if runtime_s < MEDIUM_LIMIT_S:
-        return "Medium"
-    if runtime_s < LONG_LIMIT_S:
-        return "Long"
-    raise SubmitValueError(
-        rule, "resources.runtime", format_duration_s(runtime_s),
-        f"jobs must finish within {format_duration_s(LONG_LIMIT_S)} (JobDurationCategory Long); split the "
-        "chunk: fewer epochs per job and more chunks, so each job's runtime stays under 40h",
-    )
 
 
 def quote_new_syntax(items: Sequence[str]) -> str:
@@ -234,22 +179,6 @@ def quote_new_syntax(items: Sequence[str]) -> str:
         return "'" + text.replace("'", "''") + "'"
 
     return '"' + " ".join(map(item, items)) + '"'
-
-
-def _unit(rule: str, field: str, value: object, parser) -> int:
-    try:
-        return parser(value, field=field)
-    except UnitError as error:
-        raise SubmitValueError(rule, field, value, str(error).removeprefix(f"{field}: ")) from None
-
-
-def _count(rule: str, field: str, value: object, *, minimum: int) -> int:
-    whole = (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.isdecimal())
-    if not whole:
-        raise SubmitValueError(rule, field, value, "must be a whole number")
-    if int(value) < minimum:
-        raise SubmitValueError(rule, field, value, f"must be at least {minimum}")
-    return int(value)
 
 
 def _command(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict:
@@ -320,7 +249,7 @@ def _resources(request: ResourceRequest, site: Site | None, check: ValueChecker)
     if requirements:
         commands["requirements"] = check.expression("requirements", " && ".join(requirements))
     if request.runtime_s is not None:
-        commands["MY.JobDurationCategory"] = classad2.quote(duration_category(request.runtime_s, check.rule))
+        commands["MY.JobDurationCategory"] = classad2.quote(request.duration_category)
         commands["allowed_execute_duration"] = str(request.runtime_s)
     return commands
 

@@ -10,28 +10,18 @@ code; `with_checkpoint_exit` makes the job exit with the code a script wrote to 
 """
 import os
 import shlex
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
-from snakemake.common.tbdstring import TBDString
 from snakemake.io import is_flagged
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
+from snakemake_executor_plugin_htcannex.paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
 from snakemake_executor_plugin_htcannex.submit import osdf_transfer, output_directories, transfer_names
+from snakemake_executor_plugin_htcannex.submit.description import JobSpec, SubmitOptions
+from snakemake_executor_plugin_htcannex.submit.request import with_room_for_snakemake
 from snakemake_executor_plugin_htcannex.submit_language import needs_stand_in
 
-from snakemake_executor_plugin_htcannex.submit import template as submit_template
-from snakemake_executor_plugin_htcannex.submit.description import JobSpec, SubmitOptions, duration_category, resource_request
-from snakemake_executor_plugin_htcannex.sites.placement import Request
-from snakemake_executor_plugin_htcannex.paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
-
-# A job runs a whole Snakemake process (~150 MB resident) besides the rule's
-# command, and HTCondor enforces request_memory on both together: a rule's
-# mem_mb gets this much on top, and a job without mem_mb/disk_mb gets
-# Snakemake's own "full" defaults instead of the pool's (128 MB on many pools).
-SPAWNED_SNAKEMAKE_MB = 256
-SPAWNED_SNAKEMAKE_DEFAULTS = {"mem_mb": 1000, "disk_mb": 1000}
 # Output flags whose file does not outlive the job (see products).
 PRODUCTS_WITHOUT_FILE = ("pipe", "service")
 
@@ -79,7 +69,7 @@ def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOpti
         jobid=job.jobid,
         argv=[command.shell, "-c", wrapped],
         wildcards=wildcards_of(job),
-        resources=_with_room_for_snakemake(resources) if command.runs_snakemake else resources,
+        resources=with_room_for_snakemake(resources) if command.runs_snakemake else resources,
         threads=job.threads,
         attempt=job.attempt,
         ships_workflow_sources=command.runs_snakemake,
@@ -89,23 +79,6 @@ def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOpti
         container_image=command.container_image,
         **files,
     )
-
-
-def placement_request(rule: str, resources: Mapping[str, object], threads: int) -> Request:
-    """What placement.place judges a job by, the same in a dry run and in a run: the rule's
-    resources with room for the job's own Snakemake, as a job that runs one asks for them (a plain
-    shell rule run directly asks for less, and a site that admits this admits that). Raises
-    SubmitValueError for a resource that is not a valid request, or a runtime no JobDurationCategory
-    allows (no site runs it). A dry run has no value yet for a resource computed from input files
-    (Snakemake's <TBD>): it is not judged. An MLDAG chunk's template lays its request_* over this,
-    for each site as filled there (submit_template.admission)."""
-    known = {name: value for name, value in resources.items() if not isinstance(value, TBDString)}
-    request = resource_request(JobSpec(rule=rule, jobid=0, argv=(), resources=_with_room_for_snakemake(known),
-                                       threads=threads))
-    if request.runtime_s is not None:
-        duration_category(request.runtime_s, rule)
-    template = submit_template.of(known)
-    return submit_template.admission(template, request, rule) if template else request
 
 
 def rule_label(job: JobExecutorInterface) -> str:
@@ -201,24 +174,6 @@ def _at_sandbox_top(command: str, options: SubmitOptions) -> str:
 def _in_sandbox_workdir(command: str, where: str | None) -> str:
     """`command`, run where the workdir is in the sandbox (below it when sources came from outside)."""
     return command if where is None else f"cd {shlex.quote(where)} && {command}"
-
-
-def _with_room_for_snakemake(resources: dict) -> dict:
-    """The rule's resources, with room for the job's own Snakemake process."""
-    sized = {name.split("_")[0] for name in resources if name.startswith(("mem", "disk"))}
-    defaults = {name: value for name, value in SPAWNED_SNAKEMAKE_DEFAULTS.items() if name.split("_")[0] not in sized}
-    resources = {**defaults, **resources}
-    if "mem" in sized and isinstance(resources.get("mem_mb"), int):
-        # Snakemake gives every memory resource as mem_mb too (and mem, mem_mib): keep one.
-        resources = {name: value for name, value in resources.items() if name not in ("mem", "mem_mib")}
-        resources["mem_mb"] += SPAWNED_SNAKEMAKE_MB
-    return resources
-
-
-def with_memory(resources: dict, mem_mb: int) -> dict:
-    """`resources` asking for `mem_mb` of memory (Snakemake's other spellings of it dropped)."""
-    return {**{name: value for name, value in resources.items() if name not in ("mem", "mem_mib")},
-            "mem_mb": mem_mb}
 
 
 def with_checkpoint_exit(command: str) -> str:

@@ -230,16 +230,20 @@ def requested(submit: htcondor2.Submit, request: ResourceRequest, site: Site | N
     return request
 
 
-def admission(chunk: ChunkTemplate, request: ResourceRequest, rule: str) -> Callable[[Site], Admission]:
+def admission(chunk: ChunkTemplate, request: ResourceRequest, rule: str) -> Callable[[Site | None], Admission]:
     """Each site's verdict on the chunk, whose request depends on the site (placement.place judges
-    it so): the template filled for that site, its request_* over `request`. A site the template
-    contradicts, or that has no value for one of its {resource.*}, refuses it with that reason."""
+    it so): the template filled for that site, its request_* over `request`, and the filled template
+    with an admission (build_submit merges it). A site the template contradicts, or that has no value
+    for one of its {resource.*}, refuses it with that reason. None: any slot, placeholders unfilled."""
 
-    def at(site: Site) -> Admission:
+    def at(site: Site | None) -> Admission:
         try:
-            return site.admit(requested(parse(chunk, site), request, site, rule), rule=rule)
+            submit = parse(chunk, site)
+            asked = requested(submit, request, site, rule)
         except TemplateError as error:
             return Admission(None, str(error))
+        admitted = site.admit(asked, rule=rule) if site is not None else Admission(asked)
+        return admitted if admitted.refusal is not None else replace(admitted, template=submit)
 
     return at
 

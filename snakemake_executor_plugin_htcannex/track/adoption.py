@@ -20,6 +20,7 @@ from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
 from snakemake_executor_plugin_htcannex import paths
 from snakemake_executor_plugin_htcannex.track.holds import Hold
+from snakemake_executor_plugin_htcannex.track.tracked_job import WaitingOn
 from snakemake_executor_plugin_htcannex.submit.job_spec import missing_products
 from snakemake_executor_plugin_htcannex.submit.prepared_scripts import PreparedScripts
 from snakemake_executor_plugin_htcannex.schedd import UNANSWERED, job_id
@@ -120,7 +121,7 @@ class StillQueued:
 
     job_id: str
     site: Optional[Site]
-    held_for_annex: bool  # held by htcannex until its annex is up, as a fresh submit would be
+    waiting_on: WaitingOn  # ANNEX: held by htcannex until its annex is up, as a fresh submit would be
     stderr: Optional[str]
     prepared_script: Optional[str]  # the script prepared for it by the earlier Snakemake (prepared_scripts.py)
 
@@ -172,9 +173,10 @@ class Adoption:
             self._scripts.remove(*(copy.get("HtcannexPreparedScript") for copy in surplus))
         held_for_annex = (ad["JobStatus"] == JobStatus.HELD
                           and Hold(ad.get("HoldReasonCode"), ad.get("HoldReasonSubCode")).ours)
+        waiting_on = WaitingOn.ANNEX if held_for_annex else WaitingOn.NOTHING
         self._logger.info(f"Adopted HTCondor job {job_id(ad)} for job {job.jobid}: it was submitted "
                           "before Snakemake restarted and is still queued, so it is not submitted again")
-        return StillQueued(job_id(ad), self._sites.get(ad.get("HtcannexSite")), held_for_annex, ad.get("Err"),
+        return StillQueued(job_id(ad), self._sites.get(ad.get("HtcannexSite")), waiting_on, ad.get("Err"),
                            ad.get("HtcannexPreparedScript"))
 
     def _completed_while_down(self, job: JobExecutorInterface, signature: str) -> Optional[CompletedWhileDown]:
