@@ -25,7 +25,7 @@ PACKAGE_DIR = WORKFLOW / "scripts"
 SCRIPT = PACKAGE_DIR / "train_chunk.py"
 PHASES = ("startup", "imports", "configure", "data", "model", "ckpt load", "ckpt save", "training", "exit")
 GOAL = 1.05
-FIXED_CPU_GOAL_S = 3.0  # issue 15: protein_lm's fixed cost per extra chunk
+FIXED_CPU_GOAL_S = 3.0  # the goal for protein_lm's fixed cost per extra chunk
 
 
 def add_arguments(parser) -> None:

@@ -48,7 +48,7 @@ class Timed:
 
 
 def met(ok: bool) -> str:
-    """How every benchmark says whether a goal of issue 15 is met."""
+    """How every benchmark says whether its goal is met."""
     return "met" if ok else "NOT met"
 
 

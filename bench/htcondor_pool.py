@@ -139,7 +139,7 @@ def connect(config: str, directory: Path) -> Pool:
     to `directory`; NoPool otherwise."""
     if not Path(config).is_file():
         raise NoPool(config, "no such file", "give the condor_config of a running HTCondor pool "
-                     "(the realpool's: /tmp/realcondor/pool/condor_config)")
+                     "(the one its condor_master was started with)")
     # The snakemake processes inherit it: the executor's `pool: default` finds the pool by it.
     os.environ["CONDOR_CONFIG"] = str(Path(config).resolve())
     htcondor2.reload_config()
@@ -151,7 +151,7 @@ def connect(config: str, directory: Path) -> Pool:
         queued = htcondor2.Schedd().query(projection=["ClusterId"])
     except htcondor2.HTCondorException as error:
         raise NoPool(config, f"no HTCondor pool answers there ({error})",
-                     "start the pool (the realpool: /tmp/realcondor/start.sh) or leave out --htcondor-config") from None
+                     "start the pool (condor_master with that CONDOR_CONFIG) or leave out --htcondor-config") from None
     if len(masters) != 1 or not slots:
         raise NoPool(config, f"its collector knows {len(masters)} condor_master(s) and {len(slots)} slot(s); "
                      "the benchmark needs one machine's pool with slots",

@@ -83,7 +83,7 @@ rule link:
     output: "chain/{{i}}.txt"
     {body}
 """
-# Issue 15's goals for what a user of the profile gets ("htcannex" variant) against local, wall time:
+# The goals for what a user of the profile gets ("htcannex" variant) against local, wall time:
 # kind -> (the sweep's ratio, a chain link's median ratio). The other kinds have none.
 GOALS = {"shell": (1.2, 1.3), "script": (1.5, 2.0)}
 SLOT = {"cpus": 1, "memory_mb": 2048}
@@ -108,7 +108,7 @@ def add_arguments(parser) -> None:
                             "process start each (per group) (default 50)")
     group.add_argument("--htcondor-config", metavar="PATH",
                        help="also run the htcannex variants on the running HTCondor pool this condor_config "
-                            "configures (e.g. /tmp/realcondor/pool/condor_config); refused if none answers")
+                            "configures (its condor_config file); refused if none answers")
 
 
 def run(args) -> None:

@@ -1,7 +1,7 @@
 """Whether a job's owner may write a directory on the access point.
 
 HTCondor never runs a job, or writes its user log and outputs, as root: a schedd maps a root
-submitter to another user (as /work/shared/realpool maps root to htcuser) or refuses it. So the
+submitter to another user (a personal pool run by root maps it to the user it runs jobs as) or refuses it. So the
 pool judges a directory by its permission bits for the job's Owner as for an unprivileged user,
 even when the pool itself runs as root, where the kernel would let it write anywhere.
 """

@@ -64,7 +64,7 @@ def secret_values(environment: Mapping[str, str] | None = None) -> tuple[str, ..
 @functools.lru_cache(maxsize=4)
 def _secret_values(items: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
     # Cached: every submit value of every job is checked against the same environment, and
-    # testing each name with SECRET_NAME cost more than the check itself (issue 15).
+    # testing each name with SECRET_NAME cost more than the check itself.
     values = {value for name, value in items if is_secret_name(name) and len(value) >= SHORTEST_SECRET}
     return tuple(sorted(values, key=len, reverse=True))
 

@@ -25,8 +25,8 @@ def test_each_clause_is_evaluated_against_the_slot():
     assert clauses[0].values == {"TARGET.Memory": 2048, "RequestMemory": 4000}
 
 
-# A partitionable slot as a real HTCondor 25.14.0 startd advertises it (condor_status -l on the personal pool of
-# /work/shared/realpool, 2026-12-04; the disk clause's catalog terms left out): the negotiator matches a job against
+# A partitionable slot as a real HTCondor 25.14.0 startd advertises it (condor_status -l on a personal
+# pool, 2026-12-04; the disk clause's catalog terms left out): the negotiator matches a job against
 # its Requirements, START and the job's requests within the slot's resources. A 1-core job's own Requirements
 # name no Cpus (condor_submit writes that clause only above one core).
 REAL_SLOT = """

@@ -1,4 +1,4 @@
-"""Placement that never strands a run (issue 14), through the snakemake CLI on the embedded pool:
+"""Placement that never strands a run, through the snakemake CLI on the embedded pool:
 the plan (`snakemake -n`) shows each skip and each impossible job with its reason, the run honours
 the skip, a job no site can run fails alone (no annex requested for it) while the others finish, a
 `create: manual` site is waited for until the user brings it up, and the budget charges only the

@@ -1,10 +1,10 @@
-"""Did every epoch train exactly once, in the job and on the site the plan says? (issue 11.5)
+"""Did every epoch train exactly once, in the job and on the site the plan says?
 
 A training job records, per epoch, what HTCondor showed it (the machine ad's AnnexName and
 Name, the job ad's ClusterId.ProcId, TargetAnnexName and HtcannexWildcards). This module checks
 such records against the plan (which chunk trains an epoch; the annex a job was sent to) and
 against the user event log (the job ran, on that slot, and ended with exit 0). A job that
-quietly retrained an earlier chunk in its sandbox (issue 11: in-job Snakemake trusting
+quietly retrained an earlier chunk in its sandbox (an in-job Snakemake trusting
 transfer-time mtimes) shows up as epochs trained in a job submitted for another chunk.
 
 Plain dicts in, sentences out: the workflow's `compare` (which reads checkpoints) and

@@ -4,7 +4,7 @@ htcannex-delta, the annex START expression) whose jobs belong to `owner`.
 
 - `embedded`: the embedded pool, always; a fresh daemon per test, annexes created by the test.
 - `htcondor`: a real HTCondor personal pool, when HTCANNEX_TEST_CONDOR_CONFIG names its
-  condor_config (its annex-like startds as /work/shared/realpool/condor_config sets them up:
+  condor_config (with annex-like startds:
   AnnexName htcannex-expanse / htcannex-delta, 1 CPU, 2048 / 1024 MB, memory over-use held by
   SYSTEM_PERIODIC_HOLD; its startds run unprivileged, so without per-job cgroups). Skipped when the variable is unset or condor_master is not installed.
   Its jobs run as an unprivileged user (the realpool maps root to htcuser), so the submit
@@ -72,7 +72,7 @@ def real_htcondor(tmp_base: Path) -> Backend:
     missing = set(ANNEXES) - {slot["AnnexName"] for slot in slots}
     if missing:
         pytest.fail(f"the pool at {config} has no slots of annex(es) {', '.join(sorted(missing))}; "
-                    "start it with /work/shared/realpool's condor_config")
+                    "give it startds that advertise them (this module's docstring says how they are set up)")
     base = Path(os.environ.get("HTCANNEX_TEST_SUBMIT_BASE", tempfile.gettempdir()))
     owner = htcondor2.param.get("ANNEX_OWNER", getpass.getuser())
     negotiation_s = 3 * float(htcondor2.param.get("NEGOTIATOR_INTERVAL", 60))

@@ -1,5 +1,5 @@
 """Every `htcannex` command, given bad arguments or run where what it needs is missing, prints a
-message that says what and how to fix it, and exits nonzero: never a traceback (issue 13)."""
+message that says what and how to fix it, and exits nonzero: never a traceback."""
 import os
 import subprocess
 import sys

@@ -98,7 +98,7 @@ def test_memory_overuse_hold_is_reported_and_retried_with_more_memory(workdir, u
     assert [event["HoldReasonCode"] for event in held] == [34]
 
 
-# How a pool without cgroup memory limits holds a job over its request (as /work/shared/realpool does).
+# How a pool without cgroup memory limits holds a job over its request (as a personal pool with unprivileged startds does).
 SYSTEM_PERIODIC_MEMORY_HOLD = {
     "CGROUP_MEMORY_LIMIT_POLICY": "none",
     "SYSTEM_PERIODIC_HOLD": "JobStatus == 2 && MemoryUsage =!= undefined && MemoryUsage > RequestMemory",

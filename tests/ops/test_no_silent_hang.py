@@ -1,4 +1,4 @@
-"""No silent, uninterruptible hang (issue 13 item 3): a pool daemon killed under a running job is
+"""No silent, uninterruptible hang: a pool daemon killed under a running job is
 noticed and said and the run still finishes; a job no slot can ever run is said a negotiation cycle after
 it was queued and reported again at the idle timeout with `htcannex why`'s explanation, and fails, or waits
 until Ctrl-C ends the run, while a job only waiting behind the run's own jobs waits."""

@@ -49,7 +49,7 @@ HOG = """\
 
 
 @pytest.mark.parametrize("config, code, subcode, reason", [
-    # a schedd's SYSTEM_PERIODIC_HOLD where cgroups do not enforce memory (as /work/shared/realpool)
+    # a schedd's SYSTEM_PERIODIC_HOLD where cgroups do not enforce memory (as on a personal pool with unprivileged startds)
     ({"CGROUP_MEMORY_LIMIT_POLICY": "none",
       "SYSTEM_PERIODIC_HOLD": "JobStatus == 2 && MemoryUsage =!= undefined && MemoryUsage > RequestMemory",
       "SYSTEM_PERIODIC_HOLD_REASON": 'strcat("memory usage ", MemoryUsage, " MB exceeded request_memory ", '

@@ -1,4 +1,4 @@
-"""GPU-safe resume (issue 19.4), checked on a CPU-only machine.
+"""GPU-safe resume, checked on a CPU-only machine.
 
 What these tests prove, and what not: a checkpoint whose every storage is tagged "cuda:0" (as
 torch.save writes a GPU run's tensors) is built by making torch's serializer tag CPU tensors so;

@@ -134,7 +134,7 @@ def test_htcannex_executor_on_the_embedded_pool(tmp_path, embedded_pool):
 
     rows = summary(workdir)
     assert len(rows) == 1 and rows[0]["verdict"] == "identical (bitwise)"
-    # Every epoch in its planned job, slot and annex, as the event log says (issue 11.5).
+    # Every epoch in its planned job, slot and annex, as the event log says.
     provenance = table(workdir, "provenance.tsv")
     assert [row["state"] for row in provenance] == ["ok", "ok"], provenance
     run = rows[0]["run"]

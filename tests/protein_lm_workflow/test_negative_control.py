@@ -1,4 +1,4 @@
-"""The equivalence study can fail: a resume bug injected at the hop is reported (issue 19.1).
+"""The equivalence study can fail: a resume bug injected at the hop is reported.
 
 Three seeds, each trained unbroken (the pinned twin: one job, 4 epochs) and in two chunks of 2
 epochs whose second chunk re-creates the optimizer and LR schedule ($PROTEIN_LM_INJECT_RESUME_BUG).

@@ -1,4 +1,4 @@
-"""Provenance (issue 11.5): every epoch trained once, in its planned job and site, as the event log says.
+"""Provenance: every epoch trained once, in its planned job and site, as the event log says.
 
 The jobs here are played by hand: each gets the machine and job ad files HTCondor (and the
 embedded pool) write into the sandbox, and the event log is written in HTCondor's text format.
@@ -70,7 +70,7 @@ def test_each_chunk_in_its_own_job_and_site_checks_out(tiny_data, tiny_params, t
 
 
 def test_a_chunk_job_that_retrains_the_chunk_before_is_flagged(tiny_data, tiny_params, tmp_path, condor):
-    """Issue 11's real-pool failure: chunk 2's job retrains chunk 1 in its sandbox (its in-job
+    """A failure seen on a real pool: chunk 2's job retrains chunk 1 in its sandbox (its in-job
     Snakemake trusted transfer-time mtimes), then trains chunk 2 from that."""
     condor.run_as(7, chunk=1, annex="htcannex-anvil")
     train_chunk(chunk_job(tiny_data, tiny_params, tmp_path, 1))

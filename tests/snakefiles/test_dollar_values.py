@@ -1,4 +1,4 @@
-"""`$` in values reaches the job unchanged (issue 13.7): through the snakemake CLI against the local
+"""`$` in values reaches the job unchanged: through the snakemake CLI against the local
 executor, and value by value through HTCondor's own submit expansion (htcondor2.Submit) and the
 embedded pool's match-time expansion (htcannex_pool/dollardollar.py)."""
 import classad2

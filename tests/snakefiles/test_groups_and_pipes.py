@@ -1,4 +1,4 @@
-"""Groups, pipes and unnamed rules run on htcannex as with the local executor (issue 13.1 and 13.5).
+"""Groups, pipes and unnamed rules run on htcannex as with the local executor.
 
 Each case is a Snakefile run through the snakemake CLI twice, with `--executor local` and with
 htcannex on the embedded pool; both must leave the same files, contents and modes."""

@@ -1,4 +1,4 @@
-"""Output flags on plain shell rules behave as with the local executor (issue 13.4): protected()
+"""Output flags on plain shell rules behave as with the local executor: protected()
 outputs come back read-only, ensure() rejects what it rejects locally, temp() files are removed."""
 import pytest
 

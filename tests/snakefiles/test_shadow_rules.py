@@ -1,4 +1,4 @@
-"""Shadow rules run as with the local executor (issue 13.6), on Snakemake's own test_shadow."""
+"""Shadow rules run as with the local executor, on Snakemake's own test_shadow."""
 import pytest
 
 from same_as_local import assert_same_as_local

@@ -1,4 +1,4 @@
-"""Files a job needs that Snakemake does not list travel with it (issue 13.9)."""
+"""Files a job needs that Snakemake does not list travel with it."""
 import pytest
 
 from same_as_local import assert_same_as_local, copy_workflow, run_htcannex

@@ -67,7 +67,7 @@ class RunResult:
 
 
 def hardware_label(epoch: dict) -> str:
-    # Checkpoints from before devices were recorded (issue 19.4) say nothing: "unrecorded".
+    # Checkpoints from before devices were recorded say nothing: "unrecorded".
     return " ".join(str(epoch.get(key, "unrecorded")) for key in ("device", "precision", "torch"))
 
 

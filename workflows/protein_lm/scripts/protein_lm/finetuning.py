@@ -1,4 +1,4 @@
-"""METL's fine-tuning protocol, and the baselines it must beat (issue 19.2).
+"""METL's fine-tuning protocol, and the baselines it must beat.
 
 As METL trains its target models (gitter-lab/metl, `args/finetune_avgfp_local.txt`: a linear
 top net after dropout 0.5 on the backbone, backbone frozen for the first half of the epochs,

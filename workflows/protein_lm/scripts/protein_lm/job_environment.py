@@ -35,7 +35,7 @@ def current_host() -> str:
 
 
 def provenance() -> dict:
-    """Where this process trains, for each epoch's record (issue 11.5): the site and slot from
+    """Where this process trains, for each epoch's record: the site and slot from
     the machine ad, the HTCondor job and what the plan asked of it from the job ad.
 
     ``job`` is None outside HTCondor (the local executor, a test): nothing then says which job

@@ -175,7 +175,7 @@ def train_chunk(job: ChunkJob) -> Outcome:
             optimizer.load_state_dict(state["optimizer"])
             scheduler.load_state_dict(state["scheduler"])
 
-    # Where and how this chunk trains, for every epoch it finishes (provenance, issue 11.5;
+    # Where and how this chunk trains, for every epoch it finishes (provenance;
     # precision per chunk, so a comparison can tell a run that mixed devices).
     where = provenance() | {"host": current_host()} | hardware(device)
     segment = {"chunk": job.chunk, **where, "started": time.time(), "steps": 0}
