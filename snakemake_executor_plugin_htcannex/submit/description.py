@@ -1,7 +1,8 @@
 """A Snakemake job, as a plain `JobSpec`, -> an `htcondor2.Submit`.
 
-The executor turns each Snakemake job into a `JobSpec` and calls
-`build_submit(spec, site, options)`. Nothing here imports Snakemake.
+The executor turns each Snakemake job into a `JobSpec`, places it (sites/placement.py, with the
+request submit/request.py made once) and calls `build_submit(spec, decision, options)`. Nothing here
+imports Snakemake.
 
 Why the choices below (details in docs/sites.md, "From a job to a submit"):
 - The command is kept as an argv: `executable` is argv[0] (a program on the
