@@ -25,7 +25,7 @@ import htcondor2
 import yaml
 
 from snakemake_executor_plugin_htcannex import secrets
-from snakemake_executor_plugin_htcannex.sites.site import Admission, ResourceRequest, Site, SiteRefusal
+from snakemake_executor_plugin_htcannex.sites.site import Admission, ResourceRequest, Site
 from snakemake_executor_plugin_htcannex.submit_language import CONTROL_CHARACTERS, owned_attribute
 from snakemake_executor_plugin_htcannex.submit_language import ENV_NAME as NAME  # a macro name is an identifier, as a variable's
 from snakemake_executor_plugin_htcannex.units import UnitError, parse_size_mib
@@ -205,8 +205,11 @@ def shell_command(argv: list[str]) -> str:
 
 
 def requested(submit: htcondor2.Submit, request: ResourceRequest, site: Site | None, rule: str) -> ResourceRequest:
-    """`request` with the template's request_* commands laid over it, each admitted at `site`: a
-    command the site cannot honour is refused, naming the command and the site."""
+    """`request` with the template's request_* commands laid over it, admitted at `site`. A refusal
+    names the command to blame where there is one (the rest of the request passes, that command
+    alone does not), else it is the site's own words (a runtime longer than the lifetime is no
+    command's fault)."""
+    commands = {}  # key -> (its text, the field and value it sets)
     for key, field in REQUESTS.items():
         if key not in submit:
             continue
@@ -220,14 +223,18 @@ def requested(submit: htcondor2.Submit, request: ResourceRequest, site: Site | N
         except (UnitError, ValueError):
             raise TemplateError(f"submit_template command {key} = {text}: not a {field.replace('_', ' ')} "
                                 f"(rule {rule})") from None
-        request = replace(request, **{field: value})
-        if site is not None:
-            try:
-                site.admit(request, rule=rule).or_raise()
-            except SiteRefusal as refusal:
-                raise TemplateError(f"submit_template command {key} = {text} contradicts site {site.name}: "
-                                    f"{refusal}") from None
-    return request
+        commands[key] = (text, field, value)
+    laid = replace(request, **{field: value for _, field, value in commands.values()})
+    if site is None:
+        return laid
+    refusal = site.admit(laid, rule=rule).refusal
+    if refusal is None:
+        return laid
+    if site.admit(request, rule=rule).refusal is None:
+        for key, (text, field, value) in commands.items():
+            if (alone := site.admit(replace(request, **{field: value}), rule=rule).refusal) is not None:
+                raise TemplateError(f"submit_template command {key} = {text} contradicts site {site.name}: {alone}")
+    raise TemplateError(refusal)
 
 
 def admission(chunk: ChunkTemplate, request: ResourceRequest, rule: str) -> Callable[[Site | None], Admission]:

@@ -258,3 +258,15 @@ def test_run_passes_snakemakes_own_options_through(experiment_dir, embedded_pool
     assert result.returncode == 0, output[-4000:]
     assert "This was a dry-run (flag -n)" in output and "train_chunk" in output
     assert not list(embedded_pool.schedd().history("true", ["ClusterId"]))  # -n: nothing submitted
+
+
+def test_a_twin_longer_than_the_pinned_sites_lifetime_is_impossible_for_the_lifetime_not_a_command(tmp_path):
+    shutil.copytree(Path(__file__).parent / "study_experiment", tmp_path, dirs_exist_ok=True)
+    # 14 epochs in chunks of 2: 7 chunks of 5 minutes; the twin's one job, 35 minutes, outlasts expanse's 30-minute annex.
+    edited(tmp_path, lambda e: e["vars"].update(epochs={"type": "value", "value": 14}))
+    result = plan(tmp_path)
+    assert result.returncode == 1 and "2 of 16 jobs cannot run" in result.stderr, result.stderr
+    twins = result.stdout.split("twin: every epoch in one job, pinned")[1].split("\n\n")[0].splitlines()[2:]
+    assert [row.split()[1:3] for row in twins] == [["7", "!"], ["7", "!"]]
+    assert ("  - rule train_baseline cannot run at site expanse: its runtime 35m is longer than the annex lifetime at "
+            "expanse (30m)") in result.stdout
