@@ -4,25 +4,34 @@
 
 Snakemake's own output is the progress. Afterwards: the status board (`htcannex status
 --once`: where each chunk ran, per-site epoch times), the comparison table the workflow
-wrote, an HTML report (`snakemake --report`) and the paths of the figures.
+wrote, an HTML report (`snakemake --report`) and the paths of the figures. When the workflow's
+final check failed (a resume bug, or the equivalence study beyond its margin), the demo ends
+with the failed checks, each naming its run or seed group, and exits non-zero.
+
+`PROTEIN_LM_INJECT_RESUME_BUG=<bug> make demo` runs the demo as a negative control: the workflow
+with `--config inject_resume_bug=<bug>` (docs/protein_lm.md, "Negative controls").
 
 The profile hands checkpoints through the embedded pool's OSDF origin (docs/protein_lm.md).
 """
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
 
 from htcannex_pool import DEFAULT_SPOOL, Pool
+from snakemake_executor_plugin_htcannex.ops.driver_status import FAILED_CHECK
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / "workflows" / "protein_lm"
 PROFILE = REPO / "profiles" / "local"
 COMPARE = REPO / "results" / "compare"
 REPORT = REPO / "results" / "report.html"
+CHECK_LOG = REPO / "results" / "logs" / "check.log"  # the workflow's check rule
 BIN = Path(sys.executable).parent
+INJECT = "PROTEIN_LM_INJECT_RESUME_BUG"
 
 
 def main() -> int:
@@ -34,10 +43,14 @@ def main() -> int:
         return 2
     snakemake = [str(BIN / "snakemake"), "--executor", "htcannex", "--profile", str(PROFILE.relative_to(REPO)),
                  "-s", str((WORKFLOW / "Snakefile").relative_to(REPO))]
+    if bug := os.environ.get(INJECT):
+        snakemake += ["--config", f"inject_resume_bug={bug}"]
     print("$ snakemake", *snakemake[1:], flush=True)
+    started = time.time()
     status = subprocess.run(snakemake, cwd=REPO).returncode
     print_board()
     if status != 0:
+        print_failed_checks(started)
         return status
     print_comparison()
     return make_report(snakemake)
@@ -58,6 +71,16 @@ def print_board() -> None:
                "--epochs-per-job", str(epochs_per_job)]
     print("\n$ htcannex status --once --profile profiles/local", flush=True)
     subprocess.run(command, cwd=REPO)
+
+
+def print_failed_checks(started: float) -> None:
+    """The failed checks of this run's check rule, if it was what failed."""
+    if not CHECK_LOG.exists() or CHECK_LOG.stat().st_mtime < started:
+        return
+    failed = [line for line in CHECK_LOG.read_text().splitlines() if line.startswith(FAILED_CHECK)]
+    if failed:
+        print(f"\nmake demo: the workflow's checks failed ({CHECK_LOG.relative_to(REPO)}; tables in "
+              f"{COMPARE.relative_to(REPO)}):", *(f"  {line}" for line in failed), sep="\n", file=sys.stderr)
 
 
 def print_comparison() -> None:

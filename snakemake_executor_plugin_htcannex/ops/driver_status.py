@@ -10,6 +10,12 @@ from snakemake_executor_plugin_htcannex.secrets import redact
 from snakemake_executor_plugin_htcannex.track.event_log import PHASE_WORDS, EventLogTracker, JobPhase
 
 
+# How a workflow's final check names a failure in Snakemake's output (protein_lm's `check` rule
+# prints one such line per failed check): the board shows them for a driver that failed, as
+# Snakemake's own last lines only say that a job failed.
+FAILED_CHECK = "FAILED CHECK:"
+
+
 @dataclass
 class DriverStatus:
     """The driver of one working directory, from its own event log (not a schedd query)."""
@@ -20,6 +26,7 @@ class DriverStatus:
     restarts: int  # starts after the first: access-point restarts and crashes
     log: str  # Snakemake's output (stderr), the file to `tail -f`
     last_lines: list = field(default_factory=list)
+    failed_checks: list = field(default_factory=list)  # the FAILED_CHECK lines of a failed driver's log
     note: Optional[str] = None  # hold reason, exit code or why it ended
 
 
@@ -44,13 +51,17 @@ class DriverSource:
         if record.phase is JobPhase.FAILED and record.return_value is not None:
             note = f"Snakemake exited with {record.return_value}"
         stderr = self.files / DRIVER_STDERR
+        lines = _tail(stderr)
+        # Once each: a check rule retried (Snakemake's --retries) prints its lines again.
+        failed = list(dict.fromkeys(line for line in lines if line.startswith(FAILED_CHECK))) if record.phase is JobPhase.FAILED else []
         return DriverStatus(job=record.job_id, state=PHASE_WORDS[record.phase], starts=record.starts,
                             restarts=max(record.starts - 1, 0), log=str(stderr),
-                            last_lines=[redact(line) for line in _tail(stderr, self.last_lines)],
-                            note=redact(note) if note else None)
+                            last_lines=[redact(line) for line in lines[-self.last_lines:]],
+                            failed_checks=[redact(line) for line in failed], note=redact(note) if note else None)
 
 
-def _tail(path: Path, count: int) -> list[str]:
+def _tail(path: Path) -> list[str]:
+    """The non-empty lines of the file's last 16 KiB."""
     try:
         with open(path, "rb") as stream:
             stream.seek(0, 2)
@@ -58,7 +69,7 @@ def _tail(path: Path, count: int) -> list[str]:
             lines = stream.read().decode(errors="replace").splitlines()
     except FileNotFoundError:
         return []
-    return [line for line in lines if line.strip()][-count:]
+    return [line for line in lines if line.strip()]
 
 
 def render(status: Optional[DriverStatus]) -> list[str]:
@@ -68,5 +79,6 @@ def render(status: Optional[DriverStatus]) -> list[str]:
     restarts = f", {status.restarts} restart{'s' * (status.restarts != 1)}" if status.restarts else ""
     lines = [f"driver {status.job}: {status.state}{restarts}" + (f" ({status.note})" if status.note else ""),
              f"  log: {status.log}"]
+    lines += [f"  {line}" for line in status.failed_checks]
     lines += [f"  | {line}" for line in status.last_lines]
     return lines + [""]

@@ -1,5 +1,6 @@
 """Bad config is refused with the key named, both by the function and through the snakemake CLI."""
 import copy
+import re
 
 import pytest
 import yaml
@@ -57,3 +58,18 @@ def test_a_protein_shorter_than_the_library_stops_the_workflow_before_it_runs(tm
     result = snakemake(tmp_path, "-n", "--configfile", str(tmp_path / "bad.yaml"))
     assert result.returncode != 0
     assert "data.synthetic_protein_lengths [10] are shorter than data.library_sites 24; lengthen them" in result.stdout
+
+
+def test_an_unknown_resume_bug_is_refused_naming_the_ones_there_are(tmp_path):
+    result = snakemake(tmp_path, "-n", "--config", "inject_resume_bug=fresh-optimizer")
+    assert result.returncode != 0
+    assert ("config key 'inject_resume_bug': 'fresh-optimizer' is no injectable resume bug; choose one of "
+            "optimizer-moments, schedule-restart, data-order-reset, epoch-skipped") in result.stdout
+
+
+def test_an_injected_bug_changes_the_training_command_and_so_the_checkpoint_names(tmp_path):
+    """A negative control never meets a clean run's (immutable) checkpoint objects."""
+    origin = ("--storage-osdf-backend", "local", "--storage-osdf-local-origin", str(tmp_path))
+    sets = [set(re.findall(r"/set-([0-9a-f]+)/", snakemake(tmp_path, "-n", *origin, "--config", "checkpoint_store=osdf", *extra).stdout))
+            for extra in ((), ("inject_resume_bug=schedule-restart",))]
+    assert all(len(found) == 1 for found in sets) and sets[0] != sets[1]

@@ -11,6 +11,7 @@ import torch
 
 from protein_lm import checkpoint
 from protein_lm.job_environment import CHECKPOINT_EXIT_MARKER_VARIABLE
+from protein_lm.runtime import cpu_model
 
 from .conftest import REPO, WORKFLOW, planned_run, snakemake, tiny_config
 
@@ -47,6 +48,7 @@ def test_local_executor_end_to_end_with_osdf_checkpoints_and_report(tmp_path):
     # Same machine, same code: the distributed twin is bitwise the baseline.
     assert (rows[0]["verdict"], rows[0]["bitwise"]) == ("identical (bitwise)", "yes")
     assert float(rows[0]["spearman:delta"]) == 0
+    assert (tmp_path / "results" / "compare" / "check.txt").read_text().endswith("all checks passed\n")
     # The local executor shows no HTCondor ads: provenance is said to be unchecked, not ok.
     assert {row["state"] for row in table(tmp_path, "provenance.tsv")} == {"not checked"}
     study = table(tmp_path, "equivalence.tsv")
@@ -68,6 +70,24 @@ def test_local_executor_end_to_end_with_osdf_checkpoints_and_report(tmp_path):
     report = snakemake(tmp_path, *osdf, "--report", "report.html", "--configfile", str(config))
     assert report.returncode == 0, report.stdout[-3000:]
     assert (tmp_path / "report.html").stat().st_size > 10_000
+
+
+def test_a_resume_bug_fails_the_workflow_naming_the_run_and_the_check(tmp_path):
+    """A negative control through the snakemake CLI: the check rule ends the workflow non-zero,
+    printing the tables and one FAILED CHECK line per failure; allowing real differences does not
+    let a bug on the same hardware pass."""
+    config = tiny_config(tmp_path, sweep=ONE_SEED, inject_resume_bug="optimizer-moments")
+    run = planned_run(tmp_path, "--configfile", str(config))
+    result = snakemake(tmp_path, "--cores", "2", "--configfile", str(config), timeout=600)
+    assert result.returncode != 0
+    failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED CHECK:")]
+    assert failed == [f"FAILED CHECK: run {run}: twin check: ERROR: differs from its twin on the same hardware "
+                      f"(cpu ({cpu_model()}) fp32 {torch.__version__}): a resume bug"], result.stdout[-3000:]
+    assert "equivalence study (results/compare/equivalence.tsv):" in result.stdout
+    assert failed[0] in (tmp_path / "results" / "logs" / "check.log").read_text()
+    assert not (tmp_path / "results" / "compare" / "check.txt").exists()
+    allowed = snakemake(tmp_path, "--cores", "2", "--configfile", str(config), "--config", "allow_not_equivalent=true")
+    assert allowed.returncode != 0 and failed[0] in allowed.stdout
 
 
 def test_exit_85_path_through_snakemake_resumes_bitwise(tmp_path):

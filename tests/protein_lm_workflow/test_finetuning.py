@@ -5,7 +5,7 @@ import pytest
 import torch
 import yaml
 
-from protein_lm import checkpoint
+from protein_lm import checkpoint, finetuning
 from protein_lm.config import ConfigError
 from protein_lm.data import load_splits
 from protein_lm.finetuning import FinetuneConfig, draw, finetune, transfer
@@ -17,7 +17,8 @@ from .conftest import WORKFLOW
 from .test_training import job
 
 TINY = FinetuneConfig.from_dict(yaml.safe_load((WORKFLOW / "config" / "config.yaml").read_text())["finetune"]
-                                | {"head_epochs": 1, "epochs": 1, "batch_size": 8})
+                                | {"head_epochs": 1, "epochs": 1, "batch_size": 8,
+                                   "scratch": {"lr": [0.001, 0.01], "warmup_fraction": [0.1, 0.3], "epochs": 2}})
 
 
 @pytest.fixture
@@ -56,6 +57,26 @@ def test_size_sweep_with_replicates_and_baselines(pretrained, tiny_data):
                     for method in ("pretrained", "scratch", "ridge")]
     assert result["n_train"] == 16 and result["spearman"] == result["sweep"][6]["spearman"]
     assert all(1 <= row["best_epoch"] <= 2 for row in result["sweep"] if row["method"] != "ridge")
+    assert {row["penalty"] for row in result["sweep"] if row["method"] == "ridge"} <= {10.0 ** k for k in range(-4, 2)}
+    # from scratch: the setting of the search with the lowest validation MSE, recorded
+    assert all(row["lr"] in (0.001, 0.01) and row["warmup_fraction"] in (0.1, 0.3) for row in result["sweep"] if row["method"] == "scratch")
+
+
+def test_the_scratch_baseline_keeps_the_setting_best_on_validation(pretrained, tiny_data, monkeypatch):
+    """Validation MSEs dictated per (lr, warmup) setting: the lowest one's setting is kept."""
+    def val_mse(model, val, device):  # the fit's optimizer lr tells which setting trains
+        return {0.001: 2.0, 0.01: 1.0}[round(trained_lr[-1], 6)] + (0.5 if trained_warmup[-1] == 0.1 else 0.0)
+    trained_lr, trained_warmup = [], []
+    real_fit = finetuning.fit
+    def fit(model, train, val, phases, cfg, device):
+        trained_lr.append(phases[0][2])
+        trained_warmup.append(cfg.warmup_fraction)
+        return real_fit(model, train, val, phases, cfg, device)
+    monkeypatch.setattr(finetuning, "fit", fit)
+    monkeypatch.setattr(finetuning, "val_mse", val_mse)
+    result = finetune(pretrained, tiny_data["experimental"], replace(TINY, train_sizes=(16,), baselines=True), 1)
+    (row,) = [row for row in result["sweep"] if row["method"] == "scratch"]
+    assert (row["lr"], row["warmup_fraction"], row["val_mse"]) == (0.01, 0.3, 1.0)
     assert {row["penalty"] for row in result["sweep"] if row["method"] == "ridge"} <= {10.0 ** k for k in range(-4, 2)}
 
 

@@ -3,8 +3,9 @@
 # scripts/train_chunk.py is the training command.
 from dataclasses import fields
 
-from protein_lm.config import TrainParams
+from protein_lm.config import ConfigError, TrainParams
 from protein_lm.sweep import expand_variable
+from protein_lm.training import RESUME_BUGS
 
 TRAIN_KEYS = [f.name for f in fields(TrainParams)]
 
@@ -33,9 +34,12 @@ def _training_command(specs):
         "--checkpoint-every-steps {checkpoint_every_steps} --checkpoint-every-minutes {checkpoint_every_minutes} "
         "--threads {threads} "
         f"--params seed={seed} {params}"
-    )
+    ) + (f" --inject-resume-bug {config['inject_resume_bug']}" if config["inject_resume_bug"] else "")
 
 
+if config["inject_resume_bug"] not in (None, *RESUME_BUGS):
+    raise ConfigError(f"config key 'inject_resume_bug': {config['inject_resume_bug']!r} is no injectable resume bug; "
+                      f"choose one of {', '.join(RESUME_BUGS)} (a negative control), or null")
 NAME = "protein_lm"
 DATA = "results/data"
 

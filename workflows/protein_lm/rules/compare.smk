@@ -36,3 +36,21 @@ rule compare:
         "results/logs/compare.log",
     script:
         "../scripts/compare.py"
+
+
+rule check:
+    """The run's verdict: fails the workflow, naming each failed check, when twins differ on the
+    same hardware, provenance failed, or (unless allow_not_equivalent) the study puts a metric
+    beyond its margin; prints the tables either way."""
+    localrule: True
+    input:
+        summary=rules.compare.output.summary,
+        equivalence=rules.compare.output.equivalence,
+    output:
+        "results/compare/check.txt",
+    params:
+        allow_not_equivalent=config["allow_not_equivalent"],
+    log:
+        "results/logs/check.log",
+    script:
+        "../scripts/check.py"

@@ -3,7 +3,7 @@ chunk (protein_lm.training), or of a whole run in one job (the unbroken baseline
 
     python train_chunk.py --run UUID --chunk K --epochs-per-job E --total-epochs N --data TSV
         --resume-from CKPT|'' --write-to CKPT --self-checkpoint FILE --checkpoint-every-steps S
-        [--checkpoint-every-minutes M] --threads T --params seed=1 d_model=32 ...
+        [--checkpoint-every-minutes M] --threads T --params seed=1 d_model=32 ... [--inject-resume-bug NAME]
 
 Chunk K trains from where its start state stopped (checkpoint K-1, or the run's seed when
 --resume-from is empty) up to epoch K x E, so the twin's one job is chunk N/E from the seed.
@@ -22,7 +22,7 @@ from pathlib import Path
 from protein_lm.config import TrainParams
 from protein_lm.job_environment import checkpoint_exit_code, checkpoint_exit_marker
 from protein_lm.runtime import end_process
-from protein_lm.training import ChunkJob, Outcome, SelfCheckpoint, train_chunk
+from protein_lm.training import RESUME_BUGS, ChunkJob, Outcome, SelfCheckpoint, train_chunk
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -35,6 +35,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--checkpoint-every-minutes", type=float, default=0.0, help="also self-checkpoint after M minutes (0: never)")
     parser.add_argument("--resume-from", default="")
     parser.add_argument("--params", nargs="+", required=True, metavar="NAME=VALUE")
+    parser.add_argument("--inject-resume-bug", choices=list(RESUME_BUGS), help="a negative control: this bug at the hop")
     return parser.parse_args(argv)
 
 
@@ -53,6 +54,7 @@ outcome = train_chunk(ChunkJob(
     self_checkpoint=SelfCheckpoint(args.self_checkpoint, args.checkpoint_every_steps, exit_code is not None,
                                    args.checkpoint_every_minutes),
     threads=args.threads,
+    resume_bug=args.inject_resume_bug,
 ))
 if outcome is Outcome.CHECKPOINTED:
     # Snakemake around this command (when the job runs one) exits 1 for any failure; the marker

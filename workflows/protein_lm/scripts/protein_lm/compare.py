@@ -7,27 +7,18 @@ twin when both ran on the same hardware at the same precision (any difference th
 bug, not noise)? Which devices and precisions did it use (a run mixing them is labelled)?
 
 Per group of runs that differ only in seed (the study): the paired deltas d_i = distributed_i -
-baseline_i (same seed, hopping vs pinned), their mean with its 90% CI, and two one-sided tests
-(TOST, statsmodels' ttost_paired) against an equivalence margin fixed in the config before the
-run. Verdicts (docs/protein_lm.md, "Equivalence study"):
-- "equivalent": TOST rejects at alpha, i.e. the 90% CI lies inside (-margin, +margin);
-- "not equivalent": not shown equivalent and the CI excludes 0 (a systematic difference);
-- "insufficient seeds": neither; with the number of seeds the margin needs at the observed SD
-  (statsmodels' TTestPower at the configured power; one-sided, so a lower bound for TOST);
-- "identical (every delta 0)": no pair differs in this metric (bitwise twins; summary.tsv says);
-- "ERROR: provenance": a run of the group failed the provenance check; its numbers prove nothing.
+baseline_i (same seed, hopping vs pinned) of each metric, judged by protein_lm.equivalence against
+the margins fixed in the config before the run; "ERROR: provenance" where a run of the group
+failed the provenance check (its numbers prove nothing).
 """
 
-import math
 import statistics
 from dataclasses import dataclass
 
-import numpy as np
 from scipy import stats
 from snakemake_executor_plugin_htcannex.ops import provenance
-from statsmodels.stats.power import TTestPower
-from statsmodels.stats.weightstats import ttost_paired
 
+from .equivalence import ERROR, FAILING, Margins, equivalence, outcome
 from .finetuning import METHODS
 
 VARIANTS = ("distributed", "baseline")
@@ -146,58 +137,6 @@ def mixed(hardware: list[str]) -> str:
     return hardware[0] if len(hardware) == 1 else "MIXED: " + " + ".join(hardware)
 
 
-@dataclass(frozen=True)
-class Margins:
-    """Set in the config before the run (compare.margin, compare.alpha, compare.power)."""
-
-    margin: dict   # metric -> equivalence margin on the paired delta, in the metric's units
-    alpha: float   # of each one-sided test; the CI shown is the (1 - 2 alpha) one
-    power: float   # for the number of seeds needed
-
-
-def equivalence(distributed: list[float], baseline: list[float], margin: float, alpha: float, power: float) -> dict:
-    """The paired study of one metric: mean delta, its (1 - 2 alpha) CI, TOST p, verdict, seeds needed."""
-    x1, x2 = np.asarray(distributed, dtype=float), np.asarray(baseline, dtype=float)
-    deltas = x1 - x2
-    n = len(deltas)
-    row = {"pairs": n, "margin": margin, "mean_delta": float(deltas.mean()) if n else None, "sd_delta": None,
-           "ci_low": None, "ci_high": None, "tost_p": None, "seeds_needed": None}
-    if n and not deltas.any():
-        return row | {"sd_delta": 0.0, "ci_low": 0.0, "ci_high": 0.0, "verdict": "identical (every delta 0)"}
-    if n < 2:
-        return row | {"verdict": f"insufficient seeds ({n} pair: no spread; 2 or more needed)"}
-    sd = float(deltas.std(ddof=1))
-    mean = float(deltas.mean())
-    if sd == 0:  # equal non-zero deltas: no spread, the CI is the point
-        low = high = mean
-        p = 0.0 if abs(mean) < margin else 1.0
-    else:
-        ci = stats.ttest_1samp(deltas, 0.0).confidence_interval(1 - 2 * alpha)
-        low, high = float(ci.low), float(ci.high)
-        p = float(ttost_paired(x1, x2, -margin, margin)[0])
-    row |= {"sd_delta": sd, "ci_low": low, "ci_high": high, "tost_p": p, "seeds_needed": seeds_needed(mean, sd, margin, alpha, power)}
-    if p < alpha:
-        verdict = f"equivalent ({100 * (1 - 2 * alpha):g}% CI inside +-{margin:g})"
-    elif low > 0 or high < 0:
-        verdict = f"not equivalent ({100 * (1 - 2 * alpha):g}% CI [{low:+.3g}, {high:+.3g}] excludes 0, not inside +-{margin:g})"
-    elif row["seeds_needed"] is None:
-        verdict = f"insufficient seeds ({n}; none suffice while |mean delta| {abs(mean):.3g} >= margin {margin:g})"
-    else:
-        verdict = f"insufficient seeds ({n}; about {row['seeds_needed']} needed at SD {sd:.3g})"
-    return row | {"verdict": verdict}
-
-
-def seeds_needed(mean: float, sd: float, margin: float, alpha: float, power: float) -> int | None:
-    """Pairs for TOST to reach `power` if the true delta were the observed mean with the observed
-    SD: the one-sided test against the nearer margin (the binding side), so a lower bound."""
-    if abs(mean) >= margin:
-        return None
-    if sd == 0:
-        return 2
-    effect = (margin - abs(mean)) / sd
-    return max(2, math.ceil(TTestPower().solve_power(effect_size=effect, alpha=alpha, power=power, alternative="larger")))
-
-
 def equivalence_rows(results: list[RunResult], checks: dict, margins: Margins) -> list[dict]:
     """One row per seed group and metric: the paired study."""
     by_run = {(r.run_id, r.variant): r for r in results}
@@ -267,3 +206,15 @@ def per_site_rows(results: list[RunResult]) -> list[dict]:
          "sd_epoch_s": statistics.stdev(values) if len(values) > 1 else 0.0}
         for (variant, site), values in sorted(times.items())
     ]
+
+
+def failed_checks(summary: list[dict], study: list[dict], allow_not_equivalent: bool) -> list[str]:
+    """What fails the run, one line each naming the run or seed group and the check: a twin or
+    provenance ERROR (a bug, never noise: no setting lets it pass) and, unless real differences
+    are allowed (config allow_not_equivalent), a study verdict beyond the margin."""
+    reasons = [f"run {row['run']}: twin check: {row['verdict']}" for row in summary if outcome(row["verdict"]) == ERROR]
+    for row in study:
+        kind = outcome(row["verdict"])
+        if kind == ERROR or (kind in FAILING and not allow_not_equivalent):
+            reasons.append(f"seed group {row['group']}, {row['metric']}: study: {row['verdict']}")
+    return reasons

@@ -8,8 +8,11 @@ validation split): the pretrained backbone, dropout and a fresh linear head;
 - phase 1 (`head_epochs`): the head alone, backbone frozen, LR warming up to `lr` then constant;
 - phase 2 (`epochs`): everything, at `backbone_lr_ratio` x `lr`, warmup then cosine decay;
 - after every epoch the validation MSE; the trained epoch with the lowest is the model kept.
-Baselines on exactly the same variants: the same architecture from scratch (every weight
-trained at `lr` for all epochs, same selection) and ridge regression on one-hot residues
+Baselines on exactly the same variants, each tuned on the same validation split: the same
+architecture from scratch (every weight trained from a random start, warmup then cosine decay,
+at each learning rate and warmup of `scratch`, for up to its `epochs`; the setting and epoch
+with the lowest validation MSE kept, as the pretrained model's pretraining settings and
+fine-tuning epoch were chosen on validation) and ridge regression on one-hot residues
 (statsmodels' `fit_regularized(L1_wt=0)`, the penalty chosen on the validation split).
 
 A training-set-size sweep (`train_sizes`, `replicates`): replicate r of size n draws n variants
@@ -19,7 +22,7 @@ of them for validation; every model is scored by Spearman rho on the fixed test 
 
 import copy
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +57,7 @@ class FinetuneConfig:
     train_sizes: tuple   # empty: the whole training split
     replicates: int
     baselines: bool      # also from scratch and one-hot ridge
+    scratch: dict        # the from-scratch baseline's search: lr and warmup_fraction lists, epochs
 
     @classmethod
     def from_dict(cls, settings: dict) -> "FinetuneConfig":
@@ -121,12 +125,21 @@ def transfer(state: dict, params: TrainParams, train: Split, val: Split, cfg: Fi
     return (model, *fit(model, train, val, phases, cfg, device))
 
 
-def scratch(params: TrainParams, train: Split, val: Split, cfg: FinetuneConfig, device) -> tuple[torch.nn.Module, int, float]:
-    model = build_model(params, train.proteins, 1, device)
-    model.replace_head(1, cfg.dropout)
-    model.to(device)
-    phases = [(cfg.head_epochs + cfg.epochs, list(model.parameters()), cfg.lr, True)]
-    return (model, *fit(model, train, val, phases, cfg, device))
+def scratch(params: TrainParams, train: Split, val: Split, cfg: FinetuneConfig, device, seed: int) -> tuple[torch.nn.Module, int, float, dict]:
+    """The same architecture from a random start, tuned on the validation split: every lr x
+    warmup of `cfg.scratch` for up to its epochs; (model, epoch, validation MSE, setting) of the best."""
+    best = None
+    for lr in cfg.scratch["lr"]:
+        for warmup in cfg.scratch["warmup_fraction"]:
+            seed_everything(seed)
+            model = build_model(params, train.proteins, 1, device)
+            model.replace_head(1, cfg.dropout)
+            model.to(device)
+            phases = [(cfg.scratch["epochs"], list(model.parameters()), lr, True)]
+            epoch, mse = fit(model, train, val, phases, replace(cfg, warmup_fraction=warmup), device)
+            if best is None or mse < best[2]:
+                best = (model, epoch, mse, {"lr": lr, "warmup_fraction": warmup})
+    return best
 
 
 def one_hot(split: Split) -> np.ndarray:
@@ -160,12 +173,13 @@ def finetune(pretrained: Path, experimental: Path, cfg: FinetuneConfig, threads:
         for replicate in range(cfg.replicates):
             train, val = draw(splits["train"], size, replicate, cfg.val_fraction)
             where = {"n_train": len(train) + len(val), "replicate": replicate}
-            for method in ("pretrained", "scratch") if cfg.baselines else ("pretrained",):
-                seed_everything(params.seed + replicate)
-                model, epoch, mse = (transfer(state, params, train, val, cfg, device) if method == "pretrained"
-                                     else scratch(params, train, val, cfg, device))
+            seed_everything(params.seed + replicate)
+            fits = [("pretrained", *transfer(state, params, train, val, cfg, device), {})]
+            if cfg.baselines:
+                fits.append(("scratch", *scratch(params, train, val, cfg, device, params.seed + replicate)))
+            for method, model, epoch, mse, chosen in fits:
                 prediction = predict(model, test, device)[:, 0]
-                rows.append(where | {"method": method, "best_epoch": epoch, "val_mse": mse,
+                rows.append(where | {"method": method, "best_epoch": epoch, "val_mse": mse, **chosen,
                                      "spearman": correlation(stats.spearmanr, prediction, test.targets[:, 0])})
             if cfg.baselines:
                 prediction, penalty, mse = ridge(train, val, test)

@@ -1,10 +1,12 @@
 """Does pretraining pay at small training sizes? The fine-tuning size sweep over several
 pretraining seeds, run by hand at any config (docs/protein_lm.md, "Fine-tuning").
 
-For each seed: the run pretrained unbroken (as the pinned twin), then `finetune`'s sweep (sizes x
-replicates, from scratch and one-hot ridge on the same draws); then `compare`'s table: Spearman
-per method and size with 95% CIs, and pretrained - baseline paired on the same draws. Prints one
-JSON object per row. An existing checkpoint in the work directory is reused.
+For each seed: the clean pretraining run (negative_control.pretrain; reused where the work
+directory has it), then `finetune`'s sweep (sizes x replicates, from scratch and one-hot ridge on
+the same draws, each tuned on the validation split); then `compare`'s table: Spearman per method
+and size with 95% CIs, and pretrained - baseline paired on the same draws. Prints one JSON object
+per row. Each seed's sweep is kept in the work directory, so a longer list of seeds only
+fine-tunes the new ones.
 
     cd workflows/protein_lm/scripts
     python -m protein_lm.size_study --seeds 1 2 3 4 5 --workdir /tmp/sizes [--hidden-fraction 0.5]
@@ -18,10 +20,9 @@ from pathlib import Path
 import yaml
 
 from .compare import RunResult, finetune_size_rows
-from .config import TrainParams
 from .data import DataConfig, generate
 from .finetuning import FinetuneConfig, finetune
-from .negative_control import CONFIG, train
+from .negative_control import CONFIG, pretrain
 
 SIZES = (16, 32, 64, 128)
 
@@ -40,15 +41,16 @@ def main(argv: list[str] | None = None) -> int:
     data = config["data"] | ({} if args.hidden_fraction is None else {"hidden_fraction": args.hidden_fraction})
     args.workdir.mkdir(parents=True, exist_ok=True)
     simulated, experimental = args.workdir / "simulated.npz", args.workdir / f"experimental-{data['hidden_fraction']}.npz"
-    generate(DataConfig(**data), simulated, experimental, args.workdir / "metadata.json")
-    chunks, per_job = config["pretrain"]["chunks"], config["pretrain"]["epochs_per_job"]
+    if not experimental.exists():
+        generate(DataConfig(**data), simulated, experimental, args.workdir / "metadata.json")
     tune = replace(FinetuneConfig.from_dict(config["finetune"]), train_sizes=tuple(args.sizes), replicates=args.replicates, baselines=True)
     results = []
     for seed in args.seeds:
-        pretrained = args.workdir / f"unbroken-{seed}-chunk-1.pt"
-        if not pretrained.exists():
-            train(TrainParams.from_dict(config["train"] | {"seed": seed}), simulated, args.workdir, f"unbroken-{seed}", 1, chunks * per_job, args.threads)
-        results.append(RunResult(f"seed-{seed}", "baseline", {"seed": seed}, "", [], finetune(pretrained, experimental, tune, args.threads)))
+        sweep = args.workdir / f"sweep-{data['hidden_fraction']}-{seed}.json"
+        if not sweep.exists():
+            pretrained = pretrain(config, seed, simulated, args.workdir, args.threads)
+            sweep.write_text(json.dumps(finetune(pretrained, experimental, tune, args.threads)))
+        results.append(RunResult(f"seed-{seed}", "baseline", {"seed": seed}, "", [], json.loads(sweep.read_text())))
         print(json.dumps({"seed": seed, "sweep": results[-1].finetune["sweep"]}), flush=True)
     for row in finetune_size_rows(results):
         print(json.dumps(row))

@@ -11,7 +11,6 @@ import dataclasses
 import enum
 import logging
 import math
-import os
 import random
 import time
 from dataclasses import dataclass
@@ -31,10 +30,16 @@ from .job_environment import current_host, provenance
 
 log = logging.getLogger(__name__)
 
-# For the negative control only (tests, docs/protein_lm.md "Equivalence study"): set to
-# "fresh-optimizer" and a chunk resuming from checkpoint k-1 silently re-creates the optimizer
-# and the LR schedule, the resume bug the equivalence study must catch. Recorded in the segment.
-RESUME_BUG_VARIABLE = "PROTEIN_LM_INJECT_RESUME_BUG"
+# The equivalence study's negative controls (docs/protein_lm.md, "Negative controls"): each is
+# one realistic resume bug, injected only by a test or by hand, that fires where a chunk resumes
+# from checkpoint k-1 (a hop), never where it restarts from its own self-checkpoint. The chunk's
+# segment records it.
+RESUME_BUGS = {
+    "optimizer-moments": "AdamW re-created at the hop (moments and step counts lost); the LR schedule kept",
+    "schedule-restart": "the LR schedule restarted from warmup at the hop; the optimizer kept",
+    "data-order-reset": "the data order re-seeded at the hop (the next epoch repeats epoch 1's order)",
+    "epoch-skipped": "the resumed epoch counter one ahead: one epoch per hop never trained",
+}
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,11 @@ class ChunkJob:
     output: Path
     self_checkpoint: SelfCheckpoint
     threads: int
+    resume_bug: str | None = None  # a negative control (RESUME_BUGS); None: the code as it is
+
+    def __post_init__(self):
+        if self.resume_bug not in (None, *RESUME_BUGS):
+            raise ValueError(f"resume bug {self.resume_bug!r}: choose one of {', '.join(RESUME_BUGS)}")
 
 
 class Outcome(enum.Enum):
@@ -130,13 +140,6 @@ def read_state(job: ChunkJob) -> dict:
     return state
 
 
-def resume_bug() -> str | None:
-    value = os.environ.get(RESUME_BUG_VARIABLE) or None
-    if value not in (None, "fresh-optimizer"):
-        raise ValueError(f"${RESUME_BUG_VARIABLE}={value!r}: the only injectable bug is 'fresh-optimizer'")
-    return value
-
-
 def inputs(split: Split, rows) -> tuple[torch.Tensor, torch.Tensor]:
     """The model's inputs for some rows of a split: sequences and protein indices."""
     return tuple(torch.from_numpy(array) for array in split.batch(rows))
@@ -168,20 +171,27 @@ def train_chunk(job: ChunkJob) -> Outcome:
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, warmup_cosine(steps_per_epoch * job.total_epochs, job.params.warmup_fraction)
     )
-    injected_bug = resume_bug()
+    # A hop: this chunk starts from checkpoint k-1 (not from its own self-checkpoint).
+    bug = job.resume_bug if "model" in state and state["chunk"] != job.chunk else None
+    position = state["position"]
     if "model" in state:
         model.load_state_dict(state["model"])
-        if not (injected_bug and state["chunk"] != job.chunk):  # the bug hits hops, not self-checkpoint restarts
+        if bug != "optimizer-moments":
             optimizer.load_state_dict(state["optimizer"])
+        if bug != "schedule-restart":
             scheduler.load_state_dict(state["scheduler"])
+    if bug == "data-order-reset":
+        position = position | {"sampler": torch.Generator().manual_seed(job.params.seed).get_state()}
+    elif bug == "epoch-skipped":
+        position = position | {"epoch": position["epoch"] + 1}
 
     # Where and how this chunk trains, for every epoch it finishes (provenance;
     # precision per chunk, so a comparison can tell a run that mixed devices).
     where = provenance() | {"host": current_host()} | hardware(device)
     segment = {"chunk": job.chunk, **where, "started": time.time(), "steps": 0}
-    if injected_bug:
-        segment["injected_resume_bug"] = injected_bug
-    position, rng = state["position"], state["rng"]
+    if bug:
+        segment["injected_resume_bug"] = bug
+    rng = state["rng"]
     partial = state["partial_epoch"] or {"loss_sum": 0.0, "samples": 0, "wall_s": 0.0}
     sampler = torch.Generator()
     last_save = time.monotonic()
