@@ -10,7 +10,7 @@ import htcondor2
 import pytest
 from waiting import wait_until
 
-from .snakemake_runs import CHAIN, HTCANNEX, board, driver_events, events, running_chunk, snakemake_log
+from .snakemake_runs import CHAIN, HTCANNEX, board, driver_events, events, running_chunk, snakemake_log, status
 
 
 
@@ -53,6 +53,18 @@ def test_a_driver_killed_comes_back_and_adopts_the_running_chunk(workdir, user_e
     driver = board(workdir, embedded_pool)["driver"]
     assert (driver["state"], driver["restarts"]) == ("done", 1)
     assert driver["log"].endswith("snakemake.err") and driver["last_lines"]
+
+
+@pytest.mark.slow
+def test_a_workflow_whose_final_check_fails_shows_the_failed_check_on_the_board(workdir, user_env, embedded_pool):
+    """Snakemake's own last lines only say a job failed: the board names the check."""
+    assert submit(workdir, user_env, "checked.txt").returncode == 0
+    wait_until(lambda: driver_ad(embedded_pool) is None, timeout_s=240, what="the driver to finish")
+    driver = board(workdir, embedded_pool)["driver"]
+    assert (driver["state"], driver["note"]) == ("failed", "Snakemake exited with 1")
+    assert driver["failed_checks"] == ["FAILED CHECK: run r1: twin check: ERROR: a resume bug"]
+    shown = status(workdir, embedded_pool, "--once").stdout
+    assert "  FAILED CHECK: run r1: twin check: ERROR: a resume bug" in shown
 
 
 @pytest.mark.slow
