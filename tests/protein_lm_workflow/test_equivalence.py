@@ -84,7 +84,8 @@ def test_insufficient_seeds_only_when_the_ci_straddles_the_margin_and_the_mean_i
 
 def test_failed_checks_name_the_run_and_the_check():
     summary = [{"run": "1a2b3c4d", "verdict": "ERROR: differs from its twin on the same hardware (cpu fp32 2.13.0): a resume bug"},
-               {"run": "5e6f7a8b", "verdict": "identical (bitwise)"}]
+               {"run": "5e6f7a8b", "verdict": "identical (bitwise)"},
+               {"run": "9c0d1e2f", "verdict": "differs (other hardware or precision: judged by the study)"}]
     study = [{"group": "all", "metric": "val_loss", "verdict": judge([0.03, 0.106])["verdict"]},
              {"group": "all", "metric": "spearman", "verdict": judge([0.03, -0.03, 0.0])["verdict"]}]
     reasons = failed_checks(summary, study, allow_not_equivalent=False)

@@ -212,7 +212,7 @@ def failed_checks(summary: list[dict], study: list[dict], allow_not_equivalent: 
     """What fails the run, one line each naming the run or seed group and the check: a twin or
     provenance ERROR (a bug, never noise: no setting lets it pass) and, unless real differences
     are allowed (config allow_not_equivalent), a study verdict beyond the margin."""
-    reasons = [f"run {row['run']}: twin check: {row['verdict']}" for row in summary if outcome(row["verdict"]) == ERROR]
+    reasons = [f"run {row['run']}: twin check: {row['verdict']}" for row in summary if row["verdict"].startswith(ERROR)]
     for row in study:
         kind = outcome(row["verdict"])
         if kind == ERROR or (kind in FAILING and not allow_not_equivalent):
