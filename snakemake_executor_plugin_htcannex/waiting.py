@@ -137,7 +137,7 @@ class HeldAndIdle:
         Where no slot that can run it can appear (`_closed`), that is decided at its first look."""
         runtime, job, now = self._runtime, tracked(job_info), time.time()
         site = job.site
-        if not job.rescheduled and now - job.waiting_since > RESCHEDULE_AFTER_S:
+        if not job.rescheduled and now - job.since > RESCHEDULE_AFTER_S:
             job.rescheduled = True
             if not self._rescheduled:
                 self._rescheduled = True
