@@ -73,7 +73,8 @@ def queued_jobs(n: int, submitted: float | None = None) -> list[SubmittedJobInfo
                                                          admitted=ResourceRequest(memory_mb=512))})
             for i in range(n)]
     for job in jobs:
-        job.aux["htcannex"].submitted = submitted or time.time()
+        # Queued then: the time of its submit, and of the wait it began.
+        job.aux["htcannex"].submitted = job.aux["htcannex"].since = submitted or time.time()
     return jobs
 
 
@@ -149,7 +150,7 @@ def test_jobs_still_idle_a_second_after_their_submit_get_one_more_reschedule_tog
     claim that job kept, unless the schedd is asked to reschedule once more."""
     schedd = Queue()
     waiting, _ = held_and_idle(schedd, BusySlots(), idle_timeout_s=1800)
-    fresh, waited = queued_jobs(2), queued_jobs(3, waiting_since=time.time() - 2)
+    fresh, waited = queued_jobs(2), queued_jobs(3, submitted=time.time() - 2)
     for poll in range(3):
         waiting.new_poll(fresh + waited)
         assert all(waiting.idle(job) for job in fresh + waited)
