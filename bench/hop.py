@@ -252,7 +252,8 @@ class RealPool:
         def go():
             started = time.perf_counter()
             submitted = subprocess.run([str(self.bin / "condor_submit_dag"), "-force", str(dag)], cwd=workdir,
-                                       capture_output=True, text=True)
+                                       capture_output=True, text=True,  # it looks for condor_dagman on PATH
+                                       env={**bench_env(), "PATH": f"{self.bin}:{bench_env()['PATH']}"})
             if submitted.returncode != 0:
                 raise BenchError(f"condor_submit_dag {dag} exited {submitted.returncode}: {submitted.stdout}"
                                  f"{submitted.stderr}")

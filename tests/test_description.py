@@ -588,3 +588,15 @@ def test_nested_outputs_come_back_to_the_same_relative_path(local_pool, tmp_path
     output = run_in_pool(local_pool, tmp_path, "results/r0", [])
     assert output == "epoch 0\n[]"
     assert not (tmp_path / "ckpt_1.pt").exists()  # not flattened to its basename
+
+
+def test_a_job_without_snakemake_gets_a_tree_only_for_the_output_directories_its_inputs_do_not_make(options):
+    """With preserve_relative_paths an input's directories arrive with it; each item more in the input transfer
+    makes a 25.x shadow likelier to tell the starter to wait 5 s before starting the job (output_directories.py)."""
+    chained = submit_for(options, inputs=["steps/0/3.txt"], outputs=["steps/0/4.txt"], needs_output_directories=True,
+                         ships_workflow_sources=False)
+    assert chained["transfer_input_files"] == "steps/0/3.txt"
+    first = submit_for(options, outputs=["steps/0/0.txt", "logs/0.log"], needs_output_directories=True,
+                       inputs=["steps/0/in.txt"], ships_workflow_sources=False)
+    tree = first["transfer_input_files"].split(", ")[1]
+    assert sorted(path.relative_to(tree) for path in Path(tree).rglob("*")) == [Path("logs")]

@@ -277,7 +277,9 @@ def _files(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict:
     }
     # Paths here; the submit language's text for each is literal(path).
     transfer_in = [_listed_input(spec, path, options) for path in dict.fromkeys(inputs + sources)]
-    directories = output_directories.of(outputs) if spec.needs_output_directories else []
+    made = output_directories.made_by(inputs + sources)
+    directories = ([directory for directory in output_directories.of(outputs) if directory not in made]
+                   if spec.needs_output_directories else [])
     if directories and output_directories.listable(options.workdir):
         transfer_in.append(output_directories.transferred_tree(options.workdir, directories))
     if transfer_in:

@@ -31,6 +31,17 @@ def of(outputs: Iterable[str]) -> list[str]:
     return sorted({str(PurePosixPath(output).parent) for output in outputs} - {"."})
 
 
+def made_by(inputs: Iterable[str]) -> set[str]:
+    """The directories that transferring `inputs` (as listed in transfer_input_files) makes in the sandbox:
+    with preserve_relative_paths every directory of a relative path comes as a Mkdir of its own. A job's
+    output directories among them need no tree: each item transferred is one more status message that the
+    shadow reads, one per pass of its event loop, and a starter that asks whether to start the job before
+    the shadow has read them all is told to ask again in 5 s (condor_shadow pseudo_ops.cpp
+    pseudo_request_guidance, RetryRequest)."""
+    return {str(parent) for path in inputs if "://" not in path and not PurePosixPath(path).is_absolute()
+            for parent in PurePosixPath(path).parents} - {"."}
+
+
 def listable(workdir: Path) -> bool:
     """Whether the trees of `workdir` can be listed in transfer_input_files (transferred_tree)."""
     return not needs_stand_in(str(paths.output_directories_dir(workdir)))
