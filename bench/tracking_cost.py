@@ -205,8 +205,9 @@ class _AnnexWaitDriver(_HtcannexDriver):
 
     def _sites_waited_for(self, catalogue, ledger) -> list:
         from snakemake_executor_plugin_htcannex.annex.ledger import LedgerEntry
+        from snakemake_executor_plugin_htcannex.sites.site import SiteKind
 
-        sites = [site for site in catalogue.sites.values() if site.kind == "annex" and not site.manual]
+        sites = [site for site in catalogue.sites.values() if site.kind is SiteKind.ANNEX and not site.manual]
         for site in sites:
             ledger.add(LedgerEntry(site.annex_name, site.name, site.annex_core_hours, time.time(), site.lifetime_s))
         return sites

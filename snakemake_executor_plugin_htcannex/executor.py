@@ -26,7 +26,7 @@ from snakemake_executor_plugin_htcannex.ops.plan import plan_report
 from snakemake_executor_plugin_htcannex.runtime import Runtime
 from snakemake_executor_plugin_htcannex.sites.placement import place
 from snakemake_executor_plugin_htcannex.sites.rotation import RotationError
-from snakemake_executor_plugin_htcannex.sites.site import SiteRefusal
+from snakemake_executor_plugin_htcannex.sites.site import SiteKind, SiteRefusal
 from snakemake_executor_plugin_htcannex.status_check import StatusCheck
 from snakemake_executor_plugin_htcannex.submit import one_step, refusal
 from snakemake_executor_plugin_htcannex.submit.description import JobSpec, build_submit, job_signature
@@ -148,7 +148,7 @@ class Executor(RemoteExecutor):
             return False
         for skip in decision.skipped:
             self.logger.info(f"Job {job.jobid} skips site {skip.site}: {skip.reason}")
-        hold_for_annex = site is not None and site.kind == "annex" and not runtime.annexes.is_up(site)
+        hold_for_annex = site is not None and site.kind is SiteKind.ANNEX and not runtime.annexes.is_up(site)
         waiting_on = WaitingOn.ANNEX if hold_for_annex else WaitingOn.NOTHING
         if hold_for_annex:
             # HTCondor creates an annex only for a user with a job queued for it: queue it held first.
@@ -157,7 +157,7 @@ class Executor(RemoteExecutor):
         def submitted(result):
             if hold_for_annex:
                 status = runtime.annexes.ensure(site)
-                if status.state is AnnexState.WAITING:
+                if status.state is AnnexState.NEEDS_USER:
                     self.logger.warning(status.message)  # the user has to act
                 elif status.message:
                     self.logger.info(status.message)

@@ -29,18 +29,17 @@ from htcondor_codes import JobStatus
 from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 
 from snakemake_executor_plugin_htcannex import secrets
-
-from snakemake_executor_plugin_htcannex.track import recovery
 from snakemake_executor_plugin_htcannex.annex.manager import AnnexState
-from snakemake_executor_plugin_htcannex.submit.description import JobSpec, job_signature
 from snakemake_executor_plugin_htcannex.ops.diagnose import never_matches
-from snakemake_executor_plugin_htcannex.track import failure_hints
-from snakemake_executor_plugin_htcannex.track.holds import HoldKind, memory_for_retry
-from snakemake_executor_plugin_htcannex.submit.job_spec import wildcards_of
 from snakemake_executor_plugin_htcannex.runtime import Runtime
 from snakemake_executor_plugin_htcannex.schedd import job_constraint, job_id
-from snakemake_executor_plugin_htcannex.track.tracked_job import WaitingOn, tracked
+from snakemake_executor_plugin_htcannex.sites.site import SiteKind
+from snakemake_executor_plugin_htcannex.submit.description import JobSpec, job_signature
+from snakemake_executor_plugin_htcannex.submit.job_spec import wildcards_of
+from snakemake_executor_plugin_htcannex.track import failure_hints, recovery
 from snakemake_executor_plugin_htcannex.track.event_log import JobPhase, JobRecord
+from snakemake_executor_plugin_htcannex.track.holds import HoldKind, memory_for_retry
+from snakemake_executor_plugin_htcannex.track.tracked_job import WaitingOn, tracked
 
 # How long after a submit a missing event log means HTCondor cannot write it (then the schedd is asked).
 NO_EVENT_LOG_GRACE_S = 10.0
@@ -349,7 +348,7 @@ def _what_it_asks(job) -> Optional[tuple]:
 
 
 def _on_annex(job) -> bool:
-    return job.site is not None and job.site.kind == "annex"
+    return job.site is not None and job.site.kind is SiteKind.ANNEX
 
 
 def _look_due(job, first_look_s: float, idle_timeout_s: float, now: float) -> bool:

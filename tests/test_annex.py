@@ -1,19 +1,21 @@
 """Annex lifecycle guards, modes and the create command lines."""
+import getpass
 import shlex
 import threading
 
 import pytest
+from htcondor_codes import annex_start
 
 from snakemake_executor_plugin_htcannex.annex.htcondor_cli import HtcondorCliBackend
 from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
 from snakemake_executor_plugin_htcannex.annex.manager import AnnexManager, AnnexState
 from snakemake_executor_plugin_htcannex.sites.catalogue import AnnexGuards
-from snakemake_executor_plugin_htcannex.sites.site import Site
+from snakemake_executor_plugin_htcannex.sites.site import Site, SiteKind
 
 
 def make_site(name="expanse", **overrides):
     fields = dict(
-        name=name, kind="annex", source="htcannex.yaml", system="expanse", queue="gpu-shared",
+        name=name, kind=SiteKind.ANNEX, source="htcannex.yaml", system="expanse", queue="gpu-shared",
         nodes=1, cpus=10, memory_mb=94208, gpus=1, gpu_type="V100", gpu_type_flag="V100",
         gpu_memory_mb=32768, gpu_capability=7.0, lifetime_s=4 * 3600, project="ABC123", login="jdoe",
     )
@@ -109,7 +111,7 @@ def test_max_annexes_at_once(manager):
     for site in ("expanse", "delta"):
         annexes.ensure(make_site(site))
     status = annexes.ensure(make_site("anvil"))
-    assert status.state is AnnexState.WAITING
+    assert status.state is AnnexState.NEEDS_USER
     assert "max_annexes=2" in status.message
     assert annexes.backend.created == ["htcannex-expanse", "htcannex-delta"]
 
@@ -120,13 +122,13 @@ def test_core_hour_budget_counts_every_request(manager):
     annexes.ensure(make_site("expanse"))
     annexes.ensure(make_site("delta"))
     status = annexes.ensure(make_site("anvil"))
-    assert status.state is AnnexState.WAITING
+    assert status.state is AnnexState.NEEDS_USER
     assert "core_hour_budget=100" in status.message and "80 spent" in status.message
 
 
 def test_mode_off_prints_the_create_command(manager):
     status = manager(mode="off").ensure(make_site())
-    assert status.state is AnnexState.WAITING
+    assert status.state is AnnexState.NEEDS_USER
     command = status.message.splitlines()[-1].strip()
     # Copied into a shell it must work: HTCondor takes a knob from the environment as _CONDOR_<KNOB>.
     assert command.startswith("_CONDOR_ANNEX_USE_OLD_CREATE=true htcondor annex create htcannex-expanse ")
@@ -145,7 +147,7 @@ def test_whole_node_queue_gets_no_cpus_or_memory():
 def test_ask_without_terminal_behaves_as_off_and_says_so(manager):
     annexes = manager(mode="ask", ask=lambda question: None)
     status = annexes.ensure(make_site())
-    assert status.state is AnnexState.WAITING
+    assert status.state is AnnexState.NEEDS_USER
     assert "no terminal" in status.message and "htcondor annex create" in status.message
     assert annexes.backend.created == []
 
@@ -181,7 +183,7 @@ def test_failed_create_leaves_jobs_waiting_with_the_command(manager):
 
     annexes.backend.create = refuse
     status = annexes.ensure(make_site())
-    assert status.state is AnnexState.WAITING
+    assert status.state is AnnexState.NEEDS_USER
     assert "ssh: connection refused" in status.message and "htcondor annex create" in status.message
     assert annexes.ledger.requests() == []  # nothing spent; the next poll tries again
 
@@ -190,7 +192,7 @@ def test_ask_declined_is_not_asked_again_in_the_same_run(manager):
     questions = []
     annexes = manager(mode="ask", ask=lambda q: questions.append(q) or False)
     for _ in range(3):  # run_job, then two status checks
-        assert annexes.ensure(make_site()).state is AnnexState.WAITING
+        assert annexes.ensure(make_site()).state is AnnexState.NEEDS_USER
     assert len(questions) == 1 and annexes.backend.created == []
 
 
@@ -219,12 +221,12 @@ def test_manual_site_is_never_requested_nor_charged_and_its_steps_are_said_once(
     site = make_site("jetstream2", create="manual", facts="catalogue", system="jetstream2", queue="g3.xl",
                      project=None, login=None)
     first, second = annexes.ensure(site), annexes.ensure(site)
-    assert first.state is second.state is AnnexState.WAITING
+    assert first.state is second.state is AnnexState.NEEDS_USER
     assert annexes.backend.created == [] and annexes.ledger.requests() == []
     # An execute point joining the pool for this annex only, as HTCondor's annex pilot configures one.
     assert 'AnnexName = "htcannex-jetstream2"' in first.message
     assert "STARTD_ATTRS = $(STARTD_ATTRS) AnnexName" in first.message
-    assert "MY.AnnexName == TARGET.TargetAnnexName" in first.message
+    assert f"START = $(START) && {annex_start(getpass.getuser())}" in first.message  # the one START of annexes
     assert "STARTD_ATTRS" not in second.message and "create: manual" in second.message
     annexes.collector.annexes_up.add("htcannex-jetstream2")
     annexes.new_poll()

@@ -5,7 +5,7 @@ from catalogues import BASE, LOCAL, NAIRR, load_with, write
 from htcondor_cli.annex_validate import SYSTEM_TABLE, validate_constraints
 
 from snakemake_executor_plugin_htcannex.sites.catalogue import HtcannexConfigError, load_catalogue
-from snakemake_executor_plugin_htcannex.sites.site import annex_name
+from snakemake_executor_plugin_htcannex.sites.site import MemoryRequest, SiteKind, annex_name
 
 
 def config_error(tmp_path, edit) -> HtcannexConfigError:
@@ -21,7 +21,7 @@ def test_base_catalogue_loads_with_table_defaults(tmp_path):
     expanse = catalogue.sites["expanse"]
     assert (expanse.cpus, expanse.memory_mb, expanse.gpus) == (10, 92 * 1024, 1)
     assert expanse.max_lifetime_s == 48 * 3600  # filled from SYSTEM_TABLE
-    assert not expanse.whole_node and expanse.memory_request == "pass"
+    assert not expanse.whole_node and expanse.memory_request is MemoryRequest.PASS
     assert catalogue.annex.idle_timeout_s == 600 and catalogue.annex.max_annexes == 2
     assert catalogue.rotation.policy_for("train_chunk").sites == ("expanse", "laptop")
     assert catalogue.pool == "local"
@@ -32,7 +32,7 @@ def test_table_fills_facts_the_catalogue_leaves_out(tmp_path):
         document["sites"]["anvil"] = {"kind": "annex", "system": "anvil", "queue": "wholenode", "lifetime": "2h"}
     anvil = load_with(tmp_path, whole_node_cpu).sites["anvil"]
     queue = SYSTEM_TABLE["anvil"].queues["wholenode"]
-    assert anvil.whole_node and anvil.memory_request == "drop"
+    assert anvil.whole_node and anvil.memory_request is MemoryRequest.DROP
     assert (anvil.cpus, anvil.memory_mb, anvil.gpus) == (queue["cores_per_node"], queue["ram_per_node"], 0)
     assert anvil.max_lifetime_s == queue["max_duration"]
 
@@ -162,7 +162,7 @@ def test_nairr_catalogue_loads_and_agrees_with_system_table():
         "expanse", "bridges2", "anvil", "delta", "jetstream2", "aws")
     assert catalogue.rotation.policy_for("train_baseline").policy == "pinned"
     for site in catalogue.sites.values():
-        if site.kind == "pool":
+        if site.kind is SiteKind.POOL:
             continue
         assert site.gpus >= 1, f"{site.name} should be a GPU queue"
         assert site.lifetime_s <= site.max_lifetime_s

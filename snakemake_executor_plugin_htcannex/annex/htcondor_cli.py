@@ -22,7 +22,7 @@ import subprocess
 
 import classad2
 import htcondor2
-from htcondor_codes import JobStatus
+from htcondor_codes import JobStatus, annex_start
 from htcondor_cli.annex_validate import SYSTEM_TABLE
 
 from snakemake_executor_plugin_htcannex.annex.ssh import Login, run_detached_output
@@ -176,8 +176,7 @@ class HtcondorCliBackend:
                 f"    CONDOR_HOST = {collector}\n"
                 f"    AnnexName = \"{name}\"\n"
                 f"    STARTD_ATTRS = $(STARTD_ATTRS) AnnexName\n"
-                f"    START = $(START) && MY.AnnexName == TARGET.TargetAnnexName && "
-                f"TARGET.Owner == \"{getpass.getuser()}\"\n"
+                f"    START = $(START) && {annex_start(getpass.getuser())}\n"
                 f"then run condor_master there, and stop the machine after {format_duration_s(site.lifetime_s)} "
                 f"(sites.{site.name}.lifetime).")
 

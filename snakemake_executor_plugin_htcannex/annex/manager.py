@@ -41,7 +41,7 @@ CREATE_RETRY_S = 300.0
 class AnnexState(enum.Enum):
     UP = "up"
     REQUESTED = "requested"  # asked for (now or earlier); jobs wait on hold
-    WAITING = "waiting"  # not requested (mode, guard, refusal); the user must act
+    NEEDS_USER = "needs the user"  # not requested (mode, guard, refusal): the user must act
 
 
 @dataclass
@@ -137,7 +137,7 @@ class AnnexManager:
             self._seen_up.discard(name)
             requests = self._requests = self.ledger.requests()
         if name in self._given_up:
-            return AnnexStatus(AnnexState.WAITING, f"annex {name} did not come up in time and was withdrawn; "
+            return AnnexStatus(AnnexState.NEEDS_USER, f"annex {name} did not come up in time and was withdrawn; "
                                                    "this run does not request it again")
         create_by_hand = (
             f"Create it yourself and the held jobs are released when it is up:\n"
@@ -145,34 +145,34 @@ class AnnexManager:
         )
         if self.mode == "off":
             return AnnexStatus(
-                AnnexState.WAITING, f"annex {name} is not up and annex mode is off. {create_by_hand}"
+                AnnexState.NEEDS_USER, f"annex {name} is not up and annex mode is off. {create_by_hand}"
             )
         try:
             check_guards(self.guards, requests, site, now)
         except GuardRefusal as refusal:
             return AnnexStatus(
-                AnnexState.WAITING, f"not requesting annex {name}: {refusal}. {create_by_hand}"
+                AnnexState.NEEDS_USER, f"not requesting annex {name}: {refusal}. {create_by_hand}"
             )
         if self.mode == "ask":
             if name in self._declined:
-                return AnnexStatus(AnnexState.WAITING, f"annex {name} declined. {create_by_hand}")
+                return AnnexStatus(AnnexState.NEEDS_USER, f"annex {name} declined. {create_by_hand}")
             answer = self.ask(f"Create annex {name}: {self.backend.describe(site)}?")
             if answer is None:
                 return AnnexStatus(
-                    AnnexState.WAITING,
+                    AnnexState.NEEDS_USER,
                     f"annex mode is ask but there is no terminal to ask on, so annex {name} "
                     f"is treated as mode off. {create_by_hand}",
                 )
             if not answer:
                 self._declined.add(name)
-                return AnnexStatus(AnnexState.WAITING, f"annex {name} declined. {create_by_hand}")
+                return AnnexStatus(AnnexState.NEEDS_USER, f"annex {name} declined. {create_by_hand}")
         failed = self._failed.get(name)
         if failed is not None and now < failed[0] + CREATE_RETRY_S:
             return failed[1]
         try:
             requested = self.backend.create(site)
         except Exception as error:  # ssh, batch system or pool refusals alike
-            status = AnnexStatus(AnnexState.WAITING, f"creating annex {name} failed: {error}. It is tried again "
+            status = AnnexStatus(AnnexState.NEEDS_USER, f"creating annex {name} failed: {error}. It is tried again "
                                                      f"in {CREATE_RETRY_S:g} s. {create_by_hand}")
             self._failed[name] = (now, status)
             return status
@@ -219,6 +219,6 @@ class AnnexManager:
                "manual): htcannex does not request it and charges nothing to the budget. The held jobs are "
                "released when its slots appear.")
         if name in self._told_manual:
-            return AnnexStatus(AnnexState.WAITING, why)
+            return AnnexStatus(AnnexState.NEEDS_USER, why)
         self._told_manual.add(name)
-        return AnnexStatus(AnnexState.WAITING, f"{why} {self.backend.manual_steps(site)}")
+        return AnnexStatus(AnnexState.NEEDS_USER, f"{why} {self.backend.manual_steps(site)}")

@@ -13,6 +13,7 @@ from snakemake_executor_plugin_htcannex.ops.report import build_report
 from snakemake_executor_plugin_htcannex.ops.report.advice import DEFAULT_HEADROOM, DEFAULT_THRESHOLD
 from snakemake_executor_plugin_htcannex.ops.report.records import EventLogError, check_readable, count_events
 from snakemake_executor_plugin_htcannex.schedd import job_id
+from snakemake_executor_plugin_htcannex.sites.site import SiteKind
 from snakemake_executor_plugin_htcannex.commands.status import epochs_per_job_from_config
 from snakemake_executor_plugin_htcannex.commands._common import UsageError, add_pool_options, open_catalogue_and_pool
 
@@ -34,7 +35,7 @@ def report(args) -> int:
         if catalogue is not None:
             budget = catalogue.annex.core_hour_budget or None
             annex_core_hours = {name: site.annex_core_hours for name, site in catalogue.sites.items()
-                                if site.kind == "annex"}
+                                if site.kind is SiteKind.ANNEX}
     epochs = args.epochs_per_job or epochs_per_job_from_config(workdir / "config" / "config.yaml")
     with Spinner(label=f"reading {log}", total=count_events(log), stream=sys.stderr) as spinner:
         try:

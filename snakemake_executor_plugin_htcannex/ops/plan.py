@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from snakemake_executor_plugin_htcannex.sites.catalogue import Catalogue
 from snakemake_executor_plugin_htcannex.sites.placement import Decision, place
 from snakemake_executor_plugin_htcannex.sites.rotation import Rotation, run_order_key
-from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, Site
+from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, Site, SiteKind
 from snakemake_executor_plugin_htcannex.submit.request import plan_request
 from snakemake_executor_plugin_htcannex.submit_language import SubmitValueError
 from snakemake_executor_plugin_htcannex.units import format_duration_s
@@ -140,7 +140,7 @@ def render_budget(catalogue: Catalogue, planned: list[PlannedJob], spent: float)
         requests = [job.decision.request for job in jobs]
         longest = max((request.runtime_s or 0 for request in requests), default=0)
         annexes, core_hours, gpu_hours = site_cost(site, requests)
-        if site.kind == "annex" and not site.manual:
+        if site.kind is SiteKind.ANNEX and not site.manual:
             charged_core, charged_gpu = charged_core + core_hours, charged_gpu + gpu_hours
         rows.append([name, _creator(site), str(len(jobs)), format_duration_s(longest) if longest else "?",
                      format_duration_s(site.lifetime_s) if site.lifetime_s else "-",
@@ -161,7 +161,7 @@ def render_budget(catalogue: Catalogue, planned: list[PlannedJob], spent: float)
 
 
 def _creator(site: Site) -> str:
-    if site.kind == "pool":
+    if site.kind is SiteKind.POOL:
         return "pool"
     return "by hand" if site.manual else "htcannex"
 
@@ -169,7 +169,7 @@ def _creator(site: Site) -> str:
 def site_cost(site: Site, requests: list[ResourceRequest]) -> tuple[int, float, float]:
     """(annexes, core-hours, GPU-hours) that running `requests` at `site` implies (module docstring);
     a pool site: no annex, the jobs' own cpu and GPU hours."""
-    if site.kind == "pool":
+    if site.kind is SiteKind.POOL:
         hours = [(request.runtime_s or 0) / 3600 for request in requests]
         return (0, sum(h * r.cpus for h, r in zip(hours, requests)),
                 sum(h * r.gpus for h, r in zip(hours, requests)))

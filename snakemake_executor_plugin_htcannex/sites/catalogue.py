@@ -28,7 +28,7 @@ from htcondor_cli import annex_validate
 from snakemake_executor_plugin_htcannex.sites.catalogue_schema import (ANNEX_ONLY_KEYS, CATALOGUE_SCHEMA, POOL_ONLY_KEYS, HtcannexConfigError,
                                HtcannexConfigWarning)
 from snakemake_executor_plugin_htcannex.sites.rotation import Rotation, RulePolicy
-from snakemake_executor_plugin_htcannex.sites.site import Site
+from snakemake_executor_plugin_htcannex.sites.site import MemoryRequest, Site, SiteKind
 from snakemake_executor_plugin_htcannex.submit_language import SubmitValueError, check_extra_command
 from snakemake_executor_plugin_htcannex.units import UnitError, format_duration_s, format_size_mib, parse_duration_s, parse_size_mib
 
@@ -190,7 +190,7 @@ class _Loader:
                 raise self.error(f"{key}.requirements", f"{entry['requirements']!r} is not a ClassAd expression",
                                  'write e.g. (TARGET.OpSysMajorVer == 9)') from None
         common = dict(
-            name=name, kind=entry["kind"], source=str(self.path),
+            name=name, kind=SiteKind(entry["kind"]), source=str(self.path),
             cpus=entry.get("cpus"),
             memory_mb=self.size(f"{key}.memory", entry["memory"]) if "memory" in entry else None,
             gpus=entry.get("gpus", 0),
@@ -204,7 +204,7 @@ class _Loader:
         if entry["kind"] == "pool":
             return Site(
                 **common,
-                memory_request=entry.get("memory_request", "pass"),
+                memory_request=MemoryRequest(entry.get("memory_request", "pass")),
                 max_runtime_s=self.duration(f"{key}.max_runtime", entry["max_runtime"])
                 if "max_runtime" in entry else None,
             )
@@ -244,7 +244,7 @@ class _Loader:
                                      f"add {name}: the share that {gpus} GPU(s) bring")
         site = Site(
             **{**common, "cpus": cpus, "memory_mb": memory_mb, "gpus": gpus},
-            memory_request=entry.get("memory_request", "drop" if allocation == "node" else "pass"),
+            memory_request=MemoryRequest(entry.get("memory_request", "drop" if allocation == "node" else "pass")),
             create=entry.get("create", "htcannex"),
             facts=facts,
             system=entry.get("system"),

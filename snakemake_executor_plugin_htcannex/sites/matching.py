@@ -25,7 +25,7 @@ import classad2
 import htcondor2
 from htcondor_codes import SLOT_REQUIREMENTS, STARTER_CAPABILITIES, annex_start, within_resource_limits
 
-from snakemake_executor_plugin_htcannex.sites.site import Site
+from snakemake_executor_plugin_htcannex.sites.site import Site, SiteKind
 
 ATTRIBUTE = re.compile(r"\b(?:(MY|TARGET)\.)?([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()")
 KEYWORDS = {"true", "false", "undefined", "error", "is", "isnt", "my", "target"}
@@ -212,7 +212,7 @@ def catalogue_slot_ad(site: Site, owner: str) -> classad2.ClassAd:
                            "Memory": shape["memory_mb"], "GPUs": shape["gpus"], **STARTER_CAPABILITIES})
     ad["Requirements"] = classad2.ExprTree(SLOT_REQUIREMENTS)
     ad["WithinResourceLimits"] = classad2.ExprTree(within_resource_limits(("GPUs",) if shape["gpus"] else ()))
-    if site.kind == "annex":
+    if site.kind is SiteKind.ANNEX:
         ad["AnnexName"] = site.annex_name
         ad["Start"] = classad2.ExprTree(annex_start(owner))
     if shape["gpus"]:

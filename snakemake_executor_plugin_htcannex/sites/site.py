@@ -5,6 +5,7 @@ submitted (description.build_submit) and when a waiting job is moved to another 
 (recovery.next_site): the request as it would be submitted there, or why the site cannot run it
 (see docs/sites.md for the rules).
 """
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -13,6 +14,21 @@ from snakemake_executor_plugin_htcannex.units import format_duration_s, format_s
 
 PLACEHOLDER = "CHANGE_ME"
 ANNEX_NAME_PREFIX = "htcannex-"
+
+
+class SiteKind(enum.Enum):
+    """Where a site's slots come from (htcannex.yaml's `kind:`)."""
+
+    ANNEX = "annex"  # an annex htcannex creates with `htcondor annex create` (or the user starts by hand)
+    POOL = "pool"  # a pool's own slots (CHTC, OSPool): htcannex submits there and creates nothing
+
+
+class MemoryRequest(enum.Enum):
+    """What a site does with a job's request_memory (htcannex.yaml's `memory_request:`)."""
+
+    PASS = "pass"  # submitted as asked
+    DROP = "drop"  # left out: the site gives whole nodes, and a job gets the node's memory
+    REFUSE = "refuse"  # the job cannot run there; the user removes its memory request or picks drop
 
 
 class SiteRefusal(ValueError):
@@ -75,7 +91,7 @@ class Admission:
 @dataclass(frozen=True)
 class Site:
     name: str
-    kind: str  # "annex" | "pool"
+    kind: SiteKind
     source: str  # the catalogue file, for messages
     cpus: int | None
     memory_mb: int | None
@@ -84,7 +100,7 @@ class Site:
     gpu_memory_mb: int | None = None
     gpu_capability: float | None = None
     disk_mb: int | None = None  # a chunk's share of node-local disk (MLDAG's {resource.disk})
-    memory_request: str = "pass"
+    memory_request: MemoryRequest = MemoryRequest.PASS
     requirements: str | None = None
     submit_commands: Mapping[str, object] = field(default_factory=dict)  # escape hatch, jobs here
     # annex sites
@@ -132,7 +148,7 @@ class Site:
 
     def annex_request(self) -> AnnexRequest:
         """What to ask `htcondor annex create` for; refuses placeholders and pool sites."""
-        if self.kind != "annex":
+        if self.kind is not SiteKind.ANNEX:
             raise HtcannexConfigError(
                 self.source, f"sites.{self.name}.kind", "is 'pool': htcannex does not create annexes there",
                 f"submit to that pool's access point, or make {self.name} an annex site",
@@ -191,11 +207,12 @@ class Site:
         if request.gpu_capability and self.gpu_capability is not None and request.gpu_capability > self.gpu_capability:
             return refuse(f"it asks for GPU capability {request.gpu_capability} and {where} GPUs have {self.gpu_capability}",
                           "lower gpu_capability or use a site with newer GPUs")
-        limit_s = self.lifetime_s if self.kind == "annex" else self.max_runtime_s
+        annex = self.kind is SiteKind.ANNEX
+        limit_s = self.lifetime_s if annex else self.max_runtime_s
         if request.runtime_s is not None and limit_s is not None and request.runtime_s > limit_s:
-            what = "the annex lifetime" if self.kind == "annex" else "the longest job the pool runs"
+            what = "the annex lifetime" if annex else "the longest job the pool runs"
             raise_limit = (f"or raise sites.{self.name}.lifetime (up to {format_duration_s(self.max_lifetime_s)})"
-                           if self.kind == "annex" else "")
+                           if annex else "")
             return refuse(f"its runtime {format_duration_s(request.runtime_s)} is longer than {what} at {self.name} "
                           f"({format_duration_s(limit_s)})",
                           f"split the chunk (fewer epochs per job, more chunks) {raise_limit}".strip())
@@ -204,11 +221,11 @@ class Site:
                           f"{format_size_mib(self.disk_mb)}", f"set disk_mb to {self.disk_mb} or less")
         if request.memory_mb is None:
             return Admission(request)
-        if self.memory_request == "refuse":
+        if self.memory_request is MemoryRequest.REFUSE:
             return refuse(f"it asks for {format_size_mib(request.memory_mb)} of memory and {where} takes whole nodes "
                           "(memory_request: refuse)",
                           f"remove mem_mb/mem from the rule, or set sites.{self.name}.memory_request to drop")
-        if self.memory_request == "drop":
+        if self.memory_request is MemoryRequest.DROP:
             return Admission(replace(request, memory_mb=None))
         if self.memory_mb is not None and request.memory_mb > self.memory_mb:
             return refuse(f"it asks for {format_size_mib(request.memory_mb)} of memory and a {where} node has "

@@ -42,7 +42,7 @@ from htcondor_codes import PARAM_DEFAULTS_S
 from snakemake_executor_plugin_htcannex import paths
 
 from snakemake_executor_plugin_htcannex.sites.placement import Decision
-from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, Site
+from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, Site, SiteKind
 from snakemake_executor_plugin_htcannex.submit import output_directories, template, transfer_names
 from snakemake_executor_plugin_htcannex.submit_language import (CONTAINER_IMAGE, ENV_NAME, SubmitValueError, ValueChecker,
                                                                 extra_command, literal, needs_stand_in)
@@ -240,7 +240,7 @@ def _resources(request: ResourceRequest, site: Site | None, check: ValueChecker)
             commands["gpus_minimum_capability"] = str(request.gpu_capability)
         if request.gpu_model:
             requirements.append(f'regexp("{request.gpu_model}", TARGET.GPUs_DeviceName, "i")')
-    if site is not None and site.kind == "annex":
+    if site is not None and site.kind is SiteKind.ANNEX:
         # The annex's START checks TargetAnnexName, but other slots of the pool do not: this keeps
         # the chunk off them, so a hop really runs where the rotation put it. It refers to the
         # job's own TargetAnnexName so that retargeting a job (recovery.py) edits one attribute.
@@ -367,7 +367,7 @@ def _identity(spec: JobSpec, site: Site | None, options: SubmitOptions, check: V
         commands["MY.HtcannexPreparedScript"] = classad2.quote(check.text("prepared script", spec.prepared_script))
     if site is not None:
         commands["MY.HtcannexSite"] = classad2.quote(site.name)
-        if site.kind == "annex":
+        if site.kind is SiteKind.ANNEX:
             commands["MY.TargetAnnexName"] = classad2.quote(site.annex_name)
     return commands
 

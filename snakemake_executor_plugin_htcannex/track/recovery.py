@@ -16,7 +16,7 @@ from snakemake_executor_plugin_htcannex.sites.matching import analyse_slot, cata
 from snakemake_executor_plugin_htcannex.sites.placement import Request, place
 from snakemake_executor_plugin_htcannex.sites.rotation import Rotation
 from snakemake_executor_plugin_htcannex.schedd import job_id
-from snakemake_executor_plugin_htcannex.sites.site import Site
+from snakemake_executor_plugin_htcannex.sites.site import Site, SiteKind
 
 
 def next_site(rotation: Rotation, sites: dict, rule: str, wildcards: dict, attempt: int,
@@ -27,7 +27,7 @@ def next_site(rotation: Rotation, sites: dict, rule: str, wildcards: dict, attem
     passed = set(tried)
     while (site := place(rotation, sites, rule, wildcards, attempt + 1, request,
                          passed=frozenset(passed)).site) is not None:
-        if site.kind == "annex" and site.cpus and site.memory_mb:
+        if site.kind is SiteKind.ANNEX and site.cpus and site.memory_mb:
             # Judge the job as it would be there: pointed at that site's annex.
             moved = classad2.parseOne(repr(job_ad))
             moved["TargetAnnexName"] = site.annex_name
