@@ -74,9 +74,9 @@ def _checked_slots(slots) -> list[dict]:
         if not isinstance(slot.get("transfer_methods", ""), str):
             raise PoolRequestError(f"Pool(slots=...): slot {index}'s transfer_methods must be a string of URL "
                                    f"methods, got {slot['transfer_methods']!r} (e.g. 'osdf,https')")
-        if not isinstance(slot.get("containers", True), bool):
-            raise PoolRequestError(f"Pool(slots=...): slot {index}'s containers must be true or false (whether its "
-                                   f"execute point runs container jobs), got {slot['containers']!r}")
+        if not isinstance(slot.get("containers", False), bool):
+            raise PoolRequestError(f"Pool(slots=...): slot {index}'s containers must be true or false (whether it "
+                                   f"declares a container runtime), got {slot['containers']!r}")
     return list(slots)
 
 
@@ -295,10 +295,11 @@ class Pool:
     def create_annex(self, name: str, *, owner: str, nodes: int = 1, cpus: int, memory_mb: int,
                      gpus: int = 0, gpu_memory_mb: int = 0, gpu_capability: float = 0.0,
                      lifetime_s: float, startup_delay_s: float = 0.0, comes_up: bool = True,
-                     transfer_methods: str = PLUGIN_METHODS, containers: bool = True, cgroups: bool = False) -> None:
+                     transfer_methods: str = PLUGIN_METHODS, containers: bool = False, cgroups: bool = False) -> None:
         """An annex of `nodes` slots; `transfer_methods` are the URL methods its starters' plugins serve
         (HasFileTransferPluginMethods; "" for an execute point without plugins); `containers`, whether its
-        execute points have a container runtime (HasContainer and the image kinds); `cgroups`, whether its
+        slots declare a container runtime (HasContainer and the image kinds; for tests of the container submit
+        path: the pool runs no image, and holds a container job that reaches such a slot); `cgroups`, whether its
         jobs get per-job cgroups (an annex's pilot runs unprivileged and makes none: slots.Annex.cgroups)."""
         self.request("create_annex", spec={
             "name": name, "owner": owner, "nodes": nodes, "cpus": cpus, "memory_mb": memory_mb,

@@ -2,8 +2,12 @@
 
 Slots are static (one job per slot; no partitionable slots). Each advertises a
 startd's Requirements: START, and the job's requests within the slot's resources
-(htcondor_codes.SLOT_REQUIREMENTS); what its starter can do (file transfer, its URL
-plugins' methods); and, unless told otherwise, a container runtime (Apptainer's image kinds).
+(htcondor_codes.SLOT_REQUIREMENTS); and what its starter can do: file transfer, its URL plugins'
+methods (osdf, which transfer.py serves from the pool's origin). It advertises no container runtime:
+the pool runs no image, and a real execute point without Apptainer advertises none either, so a
+container job stays unmatched, as there. A slot told `containers=True` declares Apptainer's image kinds
+for tests of the container submit path; the starter holds a container job that reaches one instead of
+running it outside its image (starter.py). docs/pool.md lists what a slot advertises and what the pool does.
 Annex slots use the START expression of HTCondor's annexes: only jobs that name the annex in
 `TargetAnnexName` and belong to the annex's owner.
 Ordinary slots take only jobs that target no annex, so a job aimed at an annex that is not up
@@ -50,8 +54,8 @@ def _slot_ad(*, name: str, machine: str, cpus: int, memory_mb: int, gpus: int,
     # The URL methods the slot's transfer plugins serve; a starter without plugins advertises none.
     if transfer_methods:
         ad["HasFileTransferPluginMethods"] = transfer_methods
-    # As an execute point with Apptainer, which runs every kind of image; the pool runs a container job's
-    # executable itself.
+    # Declared (containers=True) as an execute point with Apptainer, which runs every kind of image; the starter
+    # holds a container job that reaches such a slot (it runs no image).
     if containers:
         ad.update(CONTAINER_RUNTIME)
     # The resources the startd provisions (what the execute event reports, compat_classad_util.cpp).
@@ -81,7 +85,7 @@ def ordinary_slots(specs: list[dict], disk_kib: int) -> list[Slot]:
                           gpu_capability=spec.get("gpu_capability", 0.0),
                           start=ORDINARY_START, disk_kib=disk_kib,
                           transfer_methods=spec.get("transfer_methods", PLUGIN_METHODS),
-                          containers=spec.get("containers", True), extra={}))
+                          containers=spec.get("containers", False), extra={}))
             for i, spec in enumerate(specs, start=1)]
 
 
@@ -124,7 +128,7 @@ class Annex:
                           gpu_memory_mb=spec["gpu_memory_mb"], gpu_capability=spec["gpu_capability"],
                           start=annex_start(spec["owner"]), disk_kib=disk_kib,
                           transfer_methods=spec.get("transfer_methods", PLUGIN_METHODS),
-                          containers=spec.get("containers", True),
+                          containers=spec.get("containers", False),
                           extra={"AnnexName": spec["name"], "IsAnnex": True,
                                  "AnnexLifetimeEnd": int(self.ends_at())}))
             for node in range(1, spec["nodes"] + 1)]

@@ -7,6 +7,8 @@ what the starter sets (`_CONDOR_SCRATCH_DIR`, `TMPDIR`, `OMP_NUM_THREADS`, ...),
 and stdout/stderr captured in the sandbox for transfer back.
 """
 import contextlib
+import errno
+import glob
 import os
 import signal
 import subprocess
@@ -111,11 +113,31 @@ def _environment(job: classad2.ClassAd, slot: classad2.ClassAd, scratch: Path) -
     return environment
 
 
+def machine_gpus() -> int:
+    """The NVIDIA GPUs this machine really has (their device files)."""
+    return len(glob.glob("/dev/nvidia[0-9]*"))
+
+
+def _refuse_what_the_pool_cannot_give(job: classad2.ClassAd) -> None:
+    """Raise OSError (the job is held, code 6) for a job that asks for what a slot declares and this machine
+    cannot give: run without it, the job would succeed with the host's software or without its GPUs, a
+    silent wrong result. A slot declares a container runtime only when told to (slots.py), and an annex's
+    slots have the GPUs of the site they play (the catalogue's)."""
+    if job.get("WantContainer", False):
+        raise OSError(errno.ENOEXEC, "the embedded pool runs no container image: this slot declares a runtime "
+                                     "(containers=True) for tests of the submit path only")
+    wanted, present = job.get("RequestGPUs", 0), machine_gpus()
+    if wanted > present:
+        raise OSError(errno.ENODEV, f"the job asks for {wanted} GPU(s) and this machine has {present}: the slot "
+                                    "plays a site with GPUs, and a job does not run without the GPUs it asked for")
+
+
 def launch(job: classad2.ClassAd, slot: classad2.ClassAd, sandbox: Path,
            inputs_before: dict, watch_exit: Callable[[int], None]) -> RunningJob:
     """Start the job's process. `sandbox` is the scratch directory; it is also the cwd,
     except without file transfer (shared filesystem), where the job runs in Iwd.
     `watch_exit` is given the process's pid, to say when it exits (exits.ExitWatch)."""
+    _refuse_what_the_pool_cannot_give(job)
     iwd = Path(job["Iwd"])
     transfers = job["ShouldTransferFiles"] == "YES"
     executable = Path(job["Cmd"])

@@ -96,18 +96,26 @@ def test_on_a_shared_filesystem_the_output_directory_is_made_before_the_submit(w
     assert not runs_snakemake(plain) and "mkdir" not in plain["Arguments"]
 
 
-@pytest.mark.parametrize("deployment, in_container", [(["--software-deployment-method", "apptainer"], True),
-                                                     ([], False)])
-def test_a_rule_s_container_is_htcondor_s_container_universe_when_snakemake_would_use_it(
-        workdir, embedded_pool, deployment, in_container):
-    # No Apptainer on this machine: the submit side pulls no image (no shared filesystem for software).
-    result = snakemake(workdir, embedded_pool, "container.txt", *deployment)
+def test_a_rule_s_container_is_htcondor_s_container_universe_when_snakemake_would_use_it(workdir, embedded_pool):
+    """Under --software-deployment-method apptainer the job asks HTCondor for the rule's image. The embedded pool,
+    like an execute point without Apptainer, advertises no runtime: the job fails at once, naming what is
+    missing, instead of running outside its image (the local executor fails here too, without Apptainer)."""
+    result = snakemake(workdir, embedded_pool, "container.txt", "--software-deployment-method", "apptainer")
+    assert result.returncode != 0
+    assert not (workdir / "container.txt").exists()
+    assert "no slot can run it" in result.stderr, result.stderr[-4000:]
+    assert "FAILS (job Requirements) TARGET.HasContainer" in result.stderr
+    ad = ads_by_rule(embedded_pool)["in_container"]
+    assert not runs_snakemake(ad)  # the container needs no Snakemake in the job
+    assert ad["WantContainer"] is True and ad["ContainerImage"] == "docker://alpine:3.20"
+
+
+def test_without_the_apptainer_method_a_rule_s_container_is_ignored_as_snakemake_ignores_it(workdir, embedded_pool):
+    result = snakemake(workdir, embedded_pool, "container.txt")
     assert result.returncode == 0, result.stderr[-4000:]
     assert (workdir / "container.txt").read_text() == "in a container\n"
     ad = ads_by_rule(embedded_pool)["in_container"]
-    assert not runs_snakemake(ad)  # the container needs no Snakemake in the job
-    assert ad.get("WantContainer", False) is in_container
-    assert ad.get("ContainerImage") == ("docker://alpine:3.20" if in_container else None)
+    assert not ad.get("WantContainer", False) and "ContainerImage" not in ad
 
 
 def test_a_rule_that_keeps_its_snakemake_keeps_its_container_to_that_snakemake(workdir, embedded_pool):

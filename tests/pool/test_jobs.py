@@ -156,41 +156,49 @@ def test_output_remaps_to_iwd_and_osdf(pool, submit_dir):
     assert (pool.origin_dir / "ckpt" / "b-1.txt").read_text() == "b\n"
 
 
-def test_a_container_job_gets_its_image_in_the_sandbox_and_a_missing_image_holds_it(pool, submit_dir):
-    # The pool has no container runtime: it runs the executable itself, after the image arrived as an input.
-    (pool.origin_dir / "images").mkdir(parents=True)
-    (pool.origin_dir / "images" / "train.sif").write_text("not really an image")
-    (submit_dir / "image.sif").write_text("not really an image")
-    script(submit_dir, "job.sh", 'ls *.sif > "images-$1.txt"\n')
-    jobs = {name: submit(pool, {"executable": "job.sh", "arguments": name, "universe": "container",
-                                "container_image": image, "should_transfer_files": "YES",
-                                "transfer_output_files": f"images-{name}.txt"})
-            for name, image in (("local", "image.sif"), ("fetched", "osdf:///images/train.sif"),
-                                ("missing", "gone.sif"))}
-    for name in ("local", "fetched"):
-        wait_for_status(pool, f"{jobs[name].cluster()}.0", 4)
-    assert (submit_dir / "images-local.txt").read_text() == "image.sif\n"
-    assert (submit_dir / "images-fetched.txt").read_text() == "train.sif\n"  # a URL's image runs by its file name
-    fetched = pool.schedd().history(f"ClusterId == {jobs['fetched'].cluster()}",
-                                    ["ContainerImage", "ContainerImageSource", "JobUniverse", "WantContainer"])[0]
-    assert (fetched["ContainerImage"], fetched["ContainerImageSource"]) == ("train.sif", "osdf")
-    assert (fetched["JobUniverse"], fetched["WantContainer"]) == (5, True)
-    wait_for_status(pool, f"{jobs['missing'].cluster()}.0", 5)
-    held = pool.schedd().query(f"ClusterId == {jobs['missing'].cluster()}", ["HoldReason", "HoldReasonCode"])[0]
-    assert held["HoldReasonCode"] == 13 and "gone.sif" in held["HoldReason"]
-
-
-def test_a_container_job_matches_only_slots_with_a_container_runtime(pool, submit_dir):
-    pool.create_annex("plain", owner=getpass.getuser(), cpus=1, memory_mb=512, lifetime_s=600, containers=False)
+def test_the_pool_advertises_no_container_runtime_so_a_container_job_stays_idle(pool, submit_dir):
+    """The pool runs no image: like an execute point without Apptainer, its slots and annexes advertise no
+    HasContainer, and a container job matches none (htcannex then names the missing runtime)."""
+    pool.create_annex("plain", owner=getpass.getuser(), cpus=1, memory_mb=512, lifetime_s=600)
     script(submit_dir, "job.sh", "exit 0\n")
     (submit_dir / "image.sif").write_text("not really an image")
     result = submit(pool, {"executable": "job.sh", "universe": "container", "container_image": "image.sif",
-                           "should_transfer_files": "YES", "+TargetAnnexName": '"plain"',
-                           "requirements": "TARGET.AnnexName =?= MY.TargetAnnexName"})
+                           "should_transfer_files": "YES"})
     time.sleep(1.0)
-    assert job_status(pool, f"{result.cluster()}.0") == 1  # idle: the annex's slot has no HasContainer
-    plain = pool.collector().query(htcondor2.AdTypes.Startd, 'AnnexName == "plain"', ["HasContainer"])
-    assert plain and all("HasContainer" not in slot for slot in plain)
+    assert job_status(pool, f"{result.cluster()}.0") == 1  # idle
+    slots = pool.collector().query(htcondor2.AdTypes.Startd, "true", ["Name", "HasContainer", "AnnexName"])
+    assert {slot.get("AnnexName") for slot in slots} == {None, "plain"}
+    assert all("HasContainer" not in slot for slot in slots)
+
+
+def test_a_container_job_on_a_slot_declaring_a_runtime_gets_its_image_and_is_held_not_run_outside_it(pool,
+                                                                                                  submit_dir):
+    """A slot may declare a runtime (containers=True) for tests of the container submit path: the job matches,
+    its image arrives with its inputs (a missing one holds it, 13), and the starter holds it (6) instead of
+    running its executable outside the image."""
+    pool.create_annex("apptainer", owner=getpass.getuser(), cpus=1, memory_mb=512, lifetime_s=600, containers=True)
+    (pool.origin_dir / "images").mkdir(parents=True)
+    (pool.origin_dir / "images" / "train.sif").write_text("not really an image")
+    (submit_dir / "image.sif").write_text("not really an image")
+    script(submit_dir, "job.sh", 'touch "ran-$1.txt"\n')
+    jobs = {name: submit(pool, {"executable": "job.sh", "arguments": name, "universe": "container",
+                                "container_image": image, "should_transfer_files": "YES",
+                                "+TargetAnnexName": '"apptainer"',
+                                "requirements": "TARGET.AnnexName =?= MY.TargetAnnexName"})
+            for name, image in (("local", "image.sif"), ("fetched", "osdf:///images/train.sif"),
+                                ("missing", "gone.sif"))}
+    held = {}
+    for name, result in jobs.items():
+        wait_for_status(pool, f"{result.cluster()}.0", 5)
+        held[name] = pool.schedd().query(f"ClusterId == {result.cluster()}",
+                                         ["HoldReason", "HoldReasonCode", "ContainerImage", "ContainerImageSource",
+                                          "JobUniverse", "WantContainer"])[0]
+    for name in ("local", "fetched"):
+        assert held[name]["HoldReasonCode"] == 6 and "runs no container image" in held[name]["HoldReason"]
+    assert (held["fetched"]["ContainerImage"], held["fetched"]["ContainerImageSource"]) == ("train.sif", "osdf")
+    assert (held["fetched"]["JobUniverse"], held["fetched"]["WantContainer"]) == (5, True)
+    assert held["missing"]["HoldReasonCode"] == 13 and "gone.sif" in held["missing"]["HoldReason"]
+    assert list(submit_dir.glob("ran-*")) == []
 
 
 def test_job_ad_follows_condor_submit(pool, submit_dir):

@@ -6,6 +6,7 @@ import htcondor2
 import pytest
 
 from htcannex_pool import PoolRequestError
+from htcannex_pool.starter import machine_gpus
 
 from pool_helpers import events, job_status, script, submit, wait_for_status, wait_until
 
@@ -25,6 +26,7 @@ def execute_event(log, cluster):
                 if event.type == htcondor2.JobEventType.EXECUTE and event.cluster == cluster)
 
 
+@pytest.mark.skipif(machine_gpus() > 0, reason="this machine has GPUs: the GPU job would run")
 def test_jobs_run_on_the_annex_they_target(pool, submit_dir):
     annex(pool, "expanse-a")
     annex(pool, "delta-b", gpus=1, gpu_memory_mb=40960, gpu_capability=8.0)
@@ -32,11 +34,15 @@ def test_jobs_run_on_the_annex_they_target(pool, submit_dir):
     to_expanse = submit(pool, {"executable": "job.sh", "MY.TargetAnnexName": '"expanse-a"', **ASK_ANNEX})
     to_delta = submit(pool, {"executable": "job.sh", "MY.TargetAnnexName": '"delta-b"', "request_gpus": "1",
                              "gpus_minimum_memory": "40GB", "gpus_minimum_capability": "7.0", **ASK_ANNEX})
-    for result, name in ((to_expanse, "expanse-a"), (to_delta, "delta-b")):
-        wait_for_status(pool, f"{result.cluster()}.0", 4)
-        executed = execute_event(submit_dir / "jobs.log", result.cluster())
-        assert executed["SlotName"] == f"slot1@{name}-host1"
-        assert executed["ExecuteProps"]["AnnexName"] == name
+    wait_for_status(pool, f"{to_expanse.cluster()}.0", 4)
+    executed = execute_event(submit_dir / "jobs.log", to_expanse.cluster())
+    assert executed["SlotName"] == "slot1@expanse-a-host1"
+    assert executed["ExecuteProps"]["AnnexName"] == "expanse-a"
+    # The GPU job matches delta-b's slot, whose GPU is the site's, not this machine's: held there, not run without it.
+    wait_for_status(pool, f"{to_delta.cluster()}.0", 5)
+    held = pool.schedd().query(f"ClusterId == {to_delta.cluster()}", ["HoldReason", "HoldReasonCode"])[0]
+    assert held["HoldReasonCode"] == 6 and "slot1@delta-b-host1" in held["HoldReason"]
+    assert "asks for 1 GPU(s) and this machine has 0" in held["HoldReason"]
 
 
 def test_job_waits_idle_until_its_annex_exists(pool, submit_dir):
