@@ -273,6 +273,13 @@ def test_a_remap_reads_back_as_the_same_path(destination):
     assert remap(value, "next") == "n"
 
 
+def test_a_workdir_with_a_semicolon_is_refused_with_the_reason(tmp_path):
+    workdir = tmp_path / "a;b"
+    options = SubmitOptions(workdir=workdir, log_path=workdir / ".htcannex" / "jobs.log")
+    with pytest.raises(SubmitValueError, match="cannot bring a job's stdout and stderr back to a path with ';'"):
+        submit_for(options)
+
+
 def test_an_input_directory_a_transfer_list_cannot_hold_is_refused_with_the_reason(options, tmp_path):
     (tmp_path / "lr=0.1,wd=0.01").mkdir()
     with pytest.raises(SubmitValueError, match="a directory cannot travel under another name"):

@@ -213,6 +213,13 @@ def _command(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict
     stem = f"{FILE_NAME_UNSAFE.sub('_', spec.rule)[:FILE_STEM_CHARACTERS]}-{spec.jobid}-{spec.attempt}"
     commands["initialdir"] = check.text("workdir", options.initial_dir)
     commands["log"] = check.text("log", options.log_path)
+    if ";" in str(options.logs_dir):
+        # The shadow brings stdout and stderr back through remaps it writes unescaped ("_condor_stdout=<path>",
+        # remoteresource.cpp AddDownloadFilenameRemap): a ';' in the path ends the rule there, and a real 25.13.2
+        # pool wrote the job's stdout over the file named by the path's part before it.
+        raise SubmitValueError(spec.rule, "workdir", str(options.workdir),
+                               "HTCondor's shadow cannot bring a job's stdout and stderr back to a path with ';' "
+                               "(it writes them to the path cut at the ';'): run from a directory without ';'")
     commands["output"] = check.text("output", options.logs_dir / f"{stem}.out")
     commands["error"] = check.text("error", options.logs_dir / f"{stem}.err")
     return commands
