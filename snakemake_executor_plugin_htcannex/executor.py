@@ -173,7 +173,7 @@ class Executor(RemoteExecutor):
             self.report_job_error(SubmittedJobInfo(job), msg=f"The schedd refused to queue job {job.jobid}: "
                                                             f"{secrets.redact(str(error))} ")
 
-        # Off Snakemake's main thread (submission.py); the schedd's answer comes back through these.
+        # Off Snakemake's main thread (submit/submitter.py); the schedd's answer comes back through these.
         self._submitter.submit(submit, submitted, refused)
         return True
 

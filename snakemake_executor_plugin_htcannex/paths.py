@@ -9,7 +9,7 @@ A run directory (Snakemake's working directory) holds:
     .htcannex/names/<digest>           links with plain names to inputs whose names a transfer list cannot hold (transfer_names.py)
     .htcannex/annex-requests.json      the annexes requested, so a restart does not request them again
     .htcannex/pool/                    the embedded pool's spool (its own default: htcannex_pool.DEFAULT_SPOOL)
-    .htcannex/driver/                  the Snakemake driver `htcannex submit` started (driver.py)
+    .htcannex/driver/                  the Snakemake driver `htcannex submit` started (driver/)
 """
 from pathlib import Path
 

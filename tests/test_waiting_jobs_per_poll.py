@@ -1,4 +1,4 @@
-"""What the status thread asks about queued jobs that have not run (held_and_idle.py), once per poll for
+"""What the status thread asks about queued jobs that have not run (waiting.py), once per poll for
 all of them, not once per job: a queue submitted together comes due together. Idle jobs are looked at
 once per idle timeout, against one collector answer (on a large pool it holds every slot); held jobs
 without an event log are asked of the schedd in one query."""

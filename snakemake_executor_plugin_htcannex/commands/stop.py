@@ -1,7 +1,7 @@
 """`htcannex stop`: end the driver `htcannex submit` started, and its jobs (Ctrl-C, from anywhere).
 
 The driver is removed from the queue; HTCondor sends Snakemake SIGTERM (the
-default `remove_kill_sig`: the driver sets none, driver.py says why), on which
+default `remove_kill_sig`: the driver sets none, driver/control.py says why), on which
 Snakemake submits nothing more and waits for its running jobs. While the driver
 is in the queue, `stop` removes the jobs of its directory, so Snakemake sees them
 end and exits. Jobs of this directory still queued once the driver is gone (it

@@ -1,4 +1,4 @@
-"""`htcannex submit [SNAKEMAKE ARGS]`: run Snakemake as an HTCondor job and walk away (see driver.py)."""
+"""`htcannex submit [SNAKEMAKE ARGS]`: run Snakemake as an HTCondor job and walk away (see driver/control.py)."""
 import os
 import subprocess
 import sys

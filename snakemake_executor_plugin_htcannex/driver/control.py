@@ -32,7 +32,7 @@ The restart policy, in HTCondor's terms:
   (`max_retries` counts NumJobCompletions, which only a shadow updates; the
   local starter raises NumJobStarts in the queue but judges `on_exit_remove`
   on the ad it started with, one start behind);
-- every restart resumes with the existing recovery (driver_job.py): the stale
+- every restart resumes with the existing recovery (driver/entry.py): the stale
   Snakemake lock its previous run left is removed and Snakemake runs with
   `--rerun-incomplete`, so the executor adopts jobs still queued and jobs that
   completed meanwhile: nothing is submitted twice, nothing lost.

@@ -3,7 +3,7 @@
     python -m snakemake_executor_plugin_htcannex.driver.entry --job C.P --workdir DIR --max-starts N -- SNAKEMAKE ARGS
 
 The first start runs `snakemake ARGS`. A later start of the same job is a
-restart (an access-point restart, a crash: see driver.py), and resumes the way
+restart (an access-point restart, a crash: see control.py), and resumes the way
 docs/operations.md tells a user to after a `kill -9`:
 - the Snakemake lock the killed run left is stale: HTCondor runs one instance of
   a job at a time, and `htcannex submit` refused a directory that was locked.
@@ -15,7 +15,7 @@ docs/operations.md tells a user to after a `kill -9`:
   that is still queued or completed meanwhile instead of submitting it again.
 
 The process then becomes Snakemake (exec), so the signals HTCondor sends the job
-(SIGTERM on removal, SIGKILL on a schedd shutdown or a vacate: driver.py) reach Snakemake.
+(SIGTERM on removal, SIGKILL on a schedd shutdown or a vacate: control.py) reach Snakemake.
 """
 import argparse
 import os

@@ -1,5 +1,5 @@
 """What a hold means and what to change: one classification of (HoldReasonCode, HoldReasonSubCode,
-HoldReason), used by the hold policy (tracking.py), the executor's retry and `htcannex why`.
+HoldReason), used by the hold policy (event_log.py), the executor's retry and `htcannex why`.
 
 Real pools hold the same fault with different codes (HTCondor's hold table,
 docs/codes-other-values/hold-table.rst; measured on a 25.14 personal pool):

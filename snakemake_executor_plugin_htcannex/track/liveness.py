@@ -1,6 +1,6 @@
 """Noticing a schedd (or the embedded pool's daemon) that stops answering while jobs are active.
 
-Job status comes from the event log alone (tracking.py). A schedd that dies or hangs leaves that
+Job status comes from the event log alone (event_log.py). A schedd that dies or hangs leaves that
 log silent, and the run would wait without a word. So while jobs are active and neither the log
 nor the schedd has said anything for a while, the executor asks the schedd one small query; a
 call that fails (an error, or no answer in time) is said once, with what to do, and its coming

@@ -6,7 +6,7 @@ idle (or held) for nothing. `next_site` picks the
 next site of the job's rotation whose catalogue slot can run it, and
 `retarget` edits the job's TargetAnnexName through the schedd seam, so the
 same job, with its self-checkpoint (transfer_checkpoint_files), runs there.
-(A Snakemake restart is survived by adoption.py; when a job is moved, held_and_idle.py.)
+(A Snakemake restart is survived by adoption.py; when a job is moved, waiting.py.)
 """
 from typing import Optional
 
