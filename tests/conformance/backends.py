@@ -9,11 +9,16 @@ htcannex-delta, the annex START expression) whose jobs belong to `owner`.
   SYSTEM_PERIODIC_HOLD; its startds run unprivileged, so without per-job cgroups). Skipped when the variable is unset or condor_master is not installed.
   Its jobs run as an unprivileged user (the realpool maps root to htcuser), so the submit
   directories are made world-writable below HTCANNEX_TEST_SUBMIT_BASE (default /tmp).
+- `annex` (annex behaviours only, test_annexes.py): real annexes, made by HTCondor's own `htcondor annex
+  create` as Slurm jobs over ssh on the realsite harness (tests/realsite/start.sh), when
+  HTCANNEX_TEST_REALSITE names its state directory; skipped otherwise.
 """
 import getpass
 import os
 import shutil
+import subprocess
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +30,10 @@ from htcannex_pool import Pool
 
 ANNEXES = {"htcannex-expanse": 2048, "htcannex-delta": 1024}  # AnnexName -> slot memory (MB)
 CONFIG_VARIABLE = "HTCANNEX_TEST_CONDOR_CONFIG"
+REALSITE_VARIABLE = "HTCANNEX_TEST_REALSITE"
+# The real annexes: queue@system and the pilot's memory (MB). A pilot rounds each job's memory up to its
+# system's MEMORY_CHUNK_SIZE (expanse.fragment 2048, spark.sh 3072): Delta's needs more than 1024 MB.
+REAL_ANNEXES = {"htcannex-expanse": ("shared@expanse", 2048), "htcannex-delta": ("cpu@delta", 4096)}
 
 
 @dataclass
@@ -77,4 +86,50 @@ def real_htcondor(tmp_base: Path) -> Backend:
     owner = htcondor2.param.get("ANNEX_OWNER", getpass.getuser())
     negotiation_s = 3 * float(htcondor2.param.get("NEGOTIATOR_INTERVAL", 60))
     return Backend("htcondor", schedd, collector, owner, base, patience_s=max(120.0, 2 * negotiation_s),
+                   negotiation_s=negotiation_s)
+
+
+def real_annexes(tmp_base: Path) -> Backend:
+    """The realsite harness's access point with two real annexes, made here when they are not up: each
+    a Slurm job whose pilot joins the pool, for the harness's user and for whoever runs the tests."""
+    state = os.environ.get(REALSITE_VARIABLE)
+    if not state:
+        pytest.skip(f"no real annexes: set {REALSITE_VARIABLE} to the realsite harness's state directory "
+                    "(tests/realsite/start.sh)")
+    as_user = Path(state) / "as-user"
+    if not as_user.exists():
+        pytest.fail(f"{REALSITE_VARIABLE}={state}: no realsite harness there (tests/realsite/start.sh makes one)")
+    os.environ["CONDOR_CONFIG"] = str(Path(state) / "pool" / "condor_config")
+    htcondor2.reload_config()
+    schedd, collector = htcondor2.Schedd(), htcondor2.Collector()
+    user = subprocess.run([str(as_user), "id", "-un"], capture_output=True, text=True, check=True).stdout.strip()
+
+    def up() -> set:
+        return {slot["AnnexName"] for slot in collector.query(htcondor2.AdTypes.Startd, "AnnexName isnt undefined",
+                                                               ["AnnexName"])}
+
+    for name, (queue, memory_mb) in REAL_ANNEXES.items():
+        if name in up():
+            continue
+        # `create` refuses an annex no queued job is for (HPC_ANNEX_REQUIRE_JOB).
+        placeholder = schedd.submit(htcondor2.Submit({"executable": "/bin/true", "hold": "true",
+                                                      "MY.TargetAnnexName": f'"{name}"'}))
+        try:
+            created = subprocess.run(
+                [str(as_user), "env", "_CONDOR_ANNEX_USE_OLD_CREATE=true", "htcondor", "annex", "create", name,
+                 queue, "--cpus", "1", "--mem_mb", str(memory_mb), "--lifetime", "3600", "--idle-time", "900",
+                 "--project", "conformance", "--owners", f"{user},{getpass.getuser()}"],
+                capture_output=True, text=True, timeout=300)
+            if created.returncode != 0:
+                pytest.fail(f"htcondor annex create {name} failed:\n{created.stdout[-2000:]}{created.stderr[-2000:]}")
+        finally:
+            schedd.act(htcondor2.JobAction.Remove, f"{placeholder.cluster()}.0", "placeholder for annex create")
+    deadline = time.time() + 180
+    while set(REAL_ANNEXES) - up():
+        if time.time() > deadline:
+            pytest.fail(f"annexes {sorted(set(REAL_ANNEXES) - up())} did not come up within 180 s")
+        time.sleep(2)
+    negotiation_s = 3 * float(htcondor2.param.get("NEGOTIATOR_INTERVAL", 60))
+    base = Path(os.environ.get("HTCANNEX_TEST_SUBMIT_BASE", tempfile.gettempdir()))
+    return Backend("annex", schedd, collector, getpass.getuser(), base, patience_s=max(120.0, 2 * negotiation_s),
                    negotiation_s=negotiation_s)

@@ -2,11 +2,14 @@
 Delta's `cpu` queue), each system's annex created by `htcondor annex create` over ssh as a Slurm job whose
 pilot joins the access point's pool; run from the snakemake command line as the unprivileged submitter.
 """
+import csv
 import json
 import re
+import shutil
 
 import pytest
 import yaml
+from protein_lm_workflow.conftest import TINY_DATA, TINY_TRAIN
 from realsite_harness import PROFILE, REPOSITORY
 
 from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
@@ -72,4 +75,26 @@ def test_chunks_hop_between_real_annexes_of_two_systems_and_nothing_is_left(real
     ledger = json.loads((workdir / ".htcannex" / "annex-requests.json").read_text())
     assert sorted(entry["name"] for entry in ledger) == sorted(set(batch.values())) == \
         ["htcannex-delta", "htcannex-expanse"]
+    realsite.wait_until_nothing_is_left()
+
+
+def test_protein_lm_hops_between_real_annexes_with_provenance_ok_and_identical_twins(realsite):
+    workflows = REPOSITORY / "workflows"
+    workdir = with_profile(realsite, workflows / "protein_lm")
+    # chunked_training next to it, as in the repository (its rules are included from there).
+    shutil.rmtree(workdir.parent / "chunked_training", ignore_errors=True)
+    realsite.workdir(workflows / "chunked_training").rename(workdir.parent / "chunked_training")
+    tiny = {"data": TINY_DATA, "train": TINY_TRAIN, "sweep": {"seed": {"list": [1]}},
+            "pretrain": {"chunks": 2, "epochs_per_job": 1, "checkpoint_every_steps": 3, "threads": 1},
+            "finetune": {"epochs": 1, "lr": 0.001, "batch_size": 16, "threads": 1}}
+    (workdir / "tiny.yaml").write_text(yaml.safe_dump(tiny))
+    realsite.own(workdir)
+    result = snakemake(realsite, workdir, "--configfile", "tiny.yaml", timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    compare = workdir / "results" / "compare"
+    with open(compare / "summary.tsv") as handle:
+        [row] = list(csv.DictReader(handle, delimiter="\t"))
+    assert row["verdict"] == "identical (bitwise)"
+    with open(compare / "provenance.tsv") as handle:
+        assert [line["state"] for line in csv.DictReader(handle, delimiter="\t")] == ["ok", "ok"]
     realsite.wait_until_nothing_is_left()
