@@ -15,7 +15,8 @@ import math
 import htcondor2
 from htcondor2 import JobStatus
 
-__all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start", "param_seconds",
+__all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start", "DIRECT_ATTACH_START",
+           "param_seconds",
            "PARAM_DEFAULTS_S", "CHECKPOINT_EXIT_CODE", "WANT_FT_ON_CHECKPOINT", "SLOT_REQUIREMENTS", "within_resource_limits",
            "STARTER_CAPABILITIES", "CONTAINER_RUNTIME", "IMAGE_KINDS", "image_kind", "MEMORY_USAGE",
            "schedd_rounded", "schedd_memory_usage_mb"]
@@ -77,6 +78,12 @@ def annex_start(owner: str) -> str:
     to its owner. HTCondor's annex pilot configures it (src/condor_scripts/annex/spark.sh and the
     other site scripts); the plugin judges jobs against it, the embedded pool's annexes apply it."""
     return f'(MY.AnnexName =?= TARGET.TargetAnnexName) && (TARGET.Owner == "{owner}")'
+
+
+# What an annex pilot's startd (STARTD_DIRECT_ATTACH_SCHEDD_NAME, which `htcondor annex create` sets) advertises to
+# the collector as each slot's START: a string, "Directly attached to schedd NAME", so that no negotiator matches the
+# slot; the real START goes to that schedd with the slot (src/condor_startd.V6/Resource.cpp, get_update_ads).
+DIRECT_ATTACH_START = "Directly attached to schedd "
 
 
 # What a startd advertises as a slot's Requirements, which the negotiator matches a job against: its START,

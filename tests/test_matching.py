@@ -2,7 +2,7 @@
 (`htcannex why` renders it: tests/ops/test_why.py)."""
 import classad2
 
-from snakemake_executor_plugin_htcannex.sites.matching import analyse_slot, evaluate_clauses, split_conjunction
+from snakemake_executor_plugin_htcannex.sites.matching import analyse_slot, evaluate_clauses, live_slots, split_conjunction
 
 
 def test_clauses_are_split_at_top_level_conjunctions_only():
@@ -50,3 +50,41 @@ def test_a_job_asking_more_cores_than_a_real_slot_has_fails_the_slots_requiremen
     assert failing.values == {"TARGET.RequestCpus": 64, "MY.Cpus": 1}
     fits = classad2.ClassAd({"RequestCpus": 1, "RequestMemory": 100, "RequestDisk": 10, "Owner": "htcuser"})
     assert analyse_slot(fits, classad2.parseOne(REAL_SLOT), source="collector").matches
+
+
+# A real annex's partitionable slot in the collector (condor_status -l of an `htcondor annex create` pilot on the
+# realsite harness, HTCondor 25.13.2): the startd is directly attached to the access point's schedd, so it
+# advertises START as a string that no job matches (src/condor_startd.V6/Resource.cpp, get_update_ads).
+REAL_ANNEX_SLOT = """
+Name = "slot1@slurm4@vm"
+AnnexName = "htcannex-delta"
+IsAnnex = true
+PartitionableSlot = true
+Cpus = 0
+TotalSlotCpus = 1
+Memory = 1024
+TotalSlotMemory = 4096
+Disk = 66258596
+Requirements = Start && WithinResourceLimits
+Start = "Directly attached to schedd htcannex-realsite@vm"
+WithinResourceLimits = MY.Cpus > 0 && TARGET.RequestCpus <= MY.Cpus && MY.Memory > 0 && TARGET.RequestMemory <= MY.Memory && MY.Disk > 0 && TARGET.RequestDisk <= MY.Disk
+"""
+
+
+class OneSlotCollector:
+    def __init__(self, ad: str):
+        self.ad = classad2.parseOne(ad)
+
+    def query(self, ad_type, constraint, projection):
+        return [self.ad]
+
+
+def test_a_busy_real_annex_slot_is_judged_by_its_annexs_start_not_the_direct_attach_string():
+    [slot] = live_slots(OneSlotCollector(REAL_ANNEX_SLOT), "htcannex-delta")
+    job = classad2.ClassAd({"RequestCpus": 1, "RequestMemory": 300, "RequestDisk": 10, "Owner": "htcuser",
+                            "TargetAnnexName": "htcannex-delta"})
+    job["Requirements"] = classad2.ExprTree("(TARGET.Memory >= RequestMemory)")
+    # Its one core is busy now: a job for this annex waits for it, it is not unmatchable.
+    assert analyse_slot(job, slot, source="collector").matches
+    job["TargetAnnexName"] = "htcannex-expanse"
+    assert not analyse_slot(job, slot, source="collector").matches

@@ -116,7 +116,8 @@ class HtcondorCliBackend:
         said = []
         if slots:
             result = run_detached_output([htcondor_command(), "annex", "shutdown", name], SHUTDOWN_TIMEOUT_S)
-            said.append(f"`htcondor annex shutdown {name}`: {_tail(result.stdout, 2) or result.returncode}")
+            said.append(f"shut down (`htcondor annex shutdown {name}`)" if result.returncode == 0 else
+                        f"`htcondor annex shutdown {name}` exited with {result.returncode}: {_tail(result.stdout, 4)}")
         started = {slot.get("hpc_annex_request_id") for slot in slots}
         queued = [str(ad["hpc_annex_JOB_ID"]) for ad in requests
                   if ad.get("GlobalJobID") not in started and ad.get("hpc_annex_JOB_ID") is not None]

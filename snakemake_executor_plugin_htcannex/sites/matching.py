@@ -23,7 +23,7 @@ from typing import Optional
 
 import classad2
 import htcondor2
-from htcondor_codes import SLOT_REQUIREMENTS, STARTER_CAPABILITIES, annex_start, within_resource_limits
+from htcondor_codes import DIRECT_ATTACH_START, SLOT_REQUIREMENTS, STARTER_CAPABILITIES, annex_start, within_resource_limits
 
 from snakemake_executor_plugin_htcannex.sites.site import Site, SiteKind
 
@@ -227,12 +227,19 @@ def live_slots(collector, annex: Optional[str]) -> list[classad2.ClassAd]:
     """The collector's slots of `annex` (or of every annex and the pool when None), each as a job
     could ever find it: a partitionable slot advertises what is left now (Cpus 0 when it is busy) and
     its whole as TotalSlot*, and a job that fits the whole only waits for it (HTCondor 25.14 annex
-    and pool slots are partitionable)."""
+    and pool slots are partitionable); a real annex's slot advertises no START (DIRECT_ATTACH_START)
+    and is judged by its annex's."""
     constraint = f"AnnexName == {classad2.quote(annex)}" if annex else "true"
     return [_whole(slot) for slot in collector.query(htcondor2.AdTypes.Startd, constraint=constraint, projection=[])]
 
 
 def _whole(slot: classad2.ClassAd) -> classad2.ClassAd:
+    start = slot.get("Start")
+    if isinstance(start, str) and start.startswith(DIRECT_ATTACH_START) and "AnnexName" in slot:
+        # A real annex's slot: the collector has the direct-attach string, not its START. Judge it by the START
+        # the pilot runs, for the annex's own jobs (the owner it takes is the user who created it).
+        slot = classad2.parseOne(repr(slot))
+        slot["Start"] = classad2.ExprTree("MY.AnnexName =?= TARGET.TargetAnnexName")
     if slot.get("PartitionableSlot") is not True:
         return slot
     whole = classad2.parseOne(repr(slot))

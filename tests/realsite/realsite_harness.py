@@ -61,6 +61,11 @@ class Realsite:
     def ssh_masters(self) -> list[Path]:
         return [socket for socket in (self.state / "ctl").glob("master-*") if socket.is_socket()]
 
+    def close_ssh_masters(self) -> None:
+        """Close the shared ssh connections left open (by an earlier test, or by hand)."""
+        for socket in self.ssh_masters():
+            self.run("ssh", "-o", f"ControlPath={socket}", "-O", "exit", "localhost", check=False)
+
     def wait_until_nothing_is_left(self, timeout_s: float = 120) -> None:
         deadline = time.time() + timeout_s
         while self.slurm_jobs() or self.annex_slots() or self.ssh_masters():

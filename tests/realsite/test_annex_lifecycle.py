@@ -131,8 +131,7 @@ def test_without_a_terminal_a_key_with_a_passphrase_is_said_and_an_open_control_
         assert ran_on(realsite, workdir) == "htcannex-expanse"
     finally:
         realsite.run("sh", "-c", f"cp {key} {home_key}")
-        for socket in realsite.ssh_masters():
-            realsite.run("ssh", "-o", f"ControlPath={socket}", "-O", "exit", "localhost", check=False)
+        realsite.close_ssh_masters()
     realsite.wait_until_nothing_is_left()
 
 

@@ -24,7 +24,10 @@ def snakemake(realsite, workdir, *args, timeout=900):
 
 
 def with_profile(realsite, source, **annex):
-    """A working directory with `source` and the harness's profile (annex settings overridden)."""
+    """A working directory with `source` and the harness's profile (annex settings overridden), at a site
+    where nothing is left of earlier tests (an ssh connection htcannex did not open is not its to close)."""
+    realsite.close_ssh_masters()
+    realsite.wait_until_nothing_is_left()
     workdir = realsite.workdir(source)
     (workdir / "profile").mkdir()
     for name in ("config.yaml", "htcannex.yaml"):
