@@ -49,6 +49,21 @@ def annex_of_batch_job(realsite) -> dict[str, str]:
     return dict(line.split() for line in ads if not line.startswith("undefined"))
 
 
+def chunks_ran_on_their_planned_annexes(realsite, workdir, rule: str, count: int) -> dict[str, str]:
+    """Assert that each of the `count` jobs of `rule` ran in the pilot of its planned system's annex (the slot's
+    name carries the pilot's Slurm job); returns Slurm job id -> annex name."""
+    catalogue = load_catalogue(workdir / "profile" / "htcannex.yaml")
+    batch = annex_of_batch_job(realsite)
+    ran = realsite.run("condor_history", "-constraint", f'HtcannexRule == "{rule}" && Iwd == "{workdir}"', "-af",
+                       "HtcannexWildcards", "TargetAnnexName", "LastRemoteHost").stdout.split("\n")[:-1]
+    assert len(ran) == count, ran
+    for line in ran:
+        wildcards, target, slot = re.fullmatch(r"(\{.*\}) (\S+) (\S+)", line).groups()
+        planned = catalogue.sites[catalogue.rotation.place(rule, json.loads(wildcards)).site].annex_name
+        assert (target, batch[re.search(r"@slurm(\d+)@", slot)[1]]) == (planned, planned), (line, batch)
+    return batch
+
+
 def test_chunks_hop_between_real_annexes_of_two_systems_and_nothing_is_left(realsite):
     workdir = with_profile(realsite, CHAIN)
     result = snakemake(realsite, workdir, "--config", "runs=[0, 1]", "chunks=3")
@@ -61,19 +76,7 @@ def test_chunks_hop_between_real_annexes_of_two_systems_and_nothing_is_left(real
     assert "requested annex htcannex-expanse" in log and "requested annex htcannex-delta" in log, log[-3000:]
     assert "Annex expanse is up: released" in log and "Annex delta is up: released" in log
 
-    # Every chunk ran in the pilot of its planned system's annex: the slot's name carries its Slurm job.
-    catalogue = load_catalogue(workdir / "profile" / "htcannex.yaml")
-    batch = annex_of_batch_job(realsite)
-    ran = realsite.run("condor_history", "-constraint", 'HtcannexRule == "train_chunk"', "-af",
-                       "HtcannexWildcards", "TargetAnnexName", "LastRemoteHost").stdout.split("\n")[:-1]
-    assert len(ran) == 6, ran
-    for line in ran:
-        wildcards, target, slot = re.fullmatch(r"(\{.*\}) (\S+) (\S+)", line).groups()
-        wildcards = json.loads(wildcards)
-        planned = catalogue.sites[catalogue.rotation.place("train_chunk", wildcards).site].annex_name
-        assert target == planned
-        assert batch[re.search(r"@slurm(\d+)@", slot)[1]] == planned, (line, batch)
-
+    batch = chunks_ran_on_their_planned_annexes(realsite, workdir, "train_chunk", 6)
     # The ledger counts each real request once; the run ended every annex it requested.
     ledger = json.loads((workdir / ".htcannex" / "annex-requests.json").read_text())
     assert sorted(entry["name"] for entry in ledger) == sorted(set(batch.values())) == \
@@ -100,4 +103,7 @@ def test_protein_lm_hops_between_real_annexes_with_provenance_ok_and_identical_t
     assert row["verdict"] == "identical (bitwise)"
     with open(compare / "provenance.tsv") as handle:
         assert [line["state"] for line in csv.DictReader(handle, delimiter="\t")] == ["ok", "ok"]
+    # A chunk whose annex is busy with the twin waits for it: it is not moved.
+    chunks_ran_on_their_planned_annexes(realsite, workdir, "train_chunk", 2)
+    assert "Moved it" not in result.stderr
     realsite.wait_until_nothing_is_left()
