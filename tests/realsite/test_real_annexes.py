@@ -6,6 +6,7 @@ import csv
 import json
 import re
 import shutil
+import time
 
 import pytest
 import yaml
@@ -49,12 +50,12 @@ def annex_of_batch_job(realsite) -> dict[str, str]:
     return dict(line.split() for line in ads if not line.startswith("undefined"))
 
 
-def chunks_ran_on_their_planned_annexes(realsite, workdir, rule: str, count: int) -> dict[str, str]:
-    """Assert that each of the `count` jobs of `rule` ran in the pilot of its planned system's annex (the slot's
-    name carries the pilot's Slurm job); returns Slurm job id -> annex name."""
+def chunks_ran_on_their_planned_annexes(realsite, workdir, rule: str, count: int, since: float) -> dict[str, str]:
+    """Assert that each of the `count` jobs of `rule` queued since `since` ran in the pilot of its planned system's
+    annex (the slot's name carries the pilot's Slurm job); returns Slurm job id -> annex name."""
     catalogue = load_catalogue(workdir / "profile" / "htcannex.yaml")
     batch = annex_of_batch_job(realsite)
-    ran = realsite.run("condor_history", "-constraint", f'HtcannexRule == "{rule}" && Iwd == "{workdir}"', "-af",
+    ran = realsite.run("condor_history", "-constraint", f'HtcannexRule == "{rule}" && QDate >= {int(since)}', "-af",
                        "HtcannexWildcards", "TargetAnnexName", "LastRemoteHost").stdout.split("\n")[:-1]
     assert len(ran) == count, ran
     for line in ran:
@@ -66,6 +67,7 @@ def chunks_ran_on_their_planned_annexes(realsite, workdir, rule: str, count: int
 
 def test_chunks_hop_between_real_annexes_of_two_systems_and_nothing_is_left(realsite):
     workdir = with_profile(realsite, CHAIN)
+    began = time.time()
     result = snakemake(realsite, workdir, "--config", "runs=[0, 1]", "chunks=3")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     for run in ("0", "1"):
@@ -76,7 +78,7 @@ def test_chunks_hop_between_real_annexes_of_two_systems_and_nothing_is_left(real
     assert "requested annex htcannex-expanse" in log and "requested annex htcannex-delta" in log, log[-3000:]
     assert "Annex expanse is up: released" in log and "Annex delta is up: released" in log
 
-    batch = chunks_ran_on_their_planned_annexes(realsite, workdir, "train_chunk", 6)
+    batch = chunks_ran_on_their_planned_annexes(realsite, workdir, "train_chunk", 6, began)
     # The ledger counts each real request once; the run ended every annex it requested.
     ledger = json.loads((workdir / ".htcannex" / "annex-requests.json").read_text())
     assert sorted(entry["name"] for entry in ledger) == sorted(set(batch.values())) == \
@@ -95,6 +97,7 @@ def test_protein_lm_hops_between_real_annexes_with_provenance_ok_and_identical_t
             "finetune": {"epochs": 1, "lr": 0.001, "batch_size": 16, "threads": 1}}
     (workdir / "tiny.yaml").write_text(yaml.safe_dump(tiny))
     realsite.own(workdir)
+    began = time.time()
     result = snakemake(realsite, workdir, "--configfile", "tiny.yaml", timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     compare = workdir / "results" / "compare"
@@ -104,6 +107,6 @@ def test_protein_lm_hops_between_real_annexes_with_provenance_ok_and_identical_t
     with open(compare / "provenance.tsv") as handle:
         assert [line["state"] for line in csv.DictReader(handle, delimiter="\t")] == ["ok", "ok"]
     # A chunk whose annex is busy with the twin waits for it: it is not moved.
-    chunks_ran_on_their_planned_annexes(realsite, workdir, "train_chunk", 2)
+    chunks_ran_on_their_planned_annexes(realsite, workdir, "train_chunk", 2, began)
     assert "Moved it" not in result.stderr
     realsite.wait_until_nothing_is_left()
