@@ -26,7 +26,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="a realsite test: it starts Slurm, sshd and an HTCondor pool; run it with -m realsite")
     for item in items:
-        if "realsite" in item.keywords:
+        if item.get_closest_marker("realsite") is not None:
             item.add_marker(skip)
 
 
