@@ -57,6 +57,11 @@ def commands(args) -> dict[tuple[str, str, int], list[str]]:
         twins = study(source, config) is not None
     except VarsError as error:
         raise TemplateError(str(error)) from None
+    if twins:
+        try:
+            import chunked_training.equivalence  # noqa: F401  the study's scipy and statsmodels
+        except ImportError as error:
+            raise UsageError(f"{source}: study: {error}") from None
     if not config.get("submit_template"):
         raise TemplateError(f"{source}: no submit_template; an MLDAG experiment has name, submit_template and vars")
     resources = _resources(args.resources)
@@ -131,10 +136,30 @@ def run(args) -> int:
         raise UsageError(f"none of the {len(chunks)} chunks can run at any site of rule {TRAINING_RULE}'s "
                          f"rotation; nothing was submitted. `htcannex experiment plan {args.experiment} --profile "
                          f"{args.profile}` says why for each")
-    config = [f"{key}={value}" for key, value in _config(args).items()]
+    extra, users_config = _split_config(args.extra)
+    config = [*users_config, *(f"{key}={value}" for key, value in _config(args).items())]
     snakemake = [sys.executable, "-m", "snakemake", "--executor", "htcannex", "--profile", args.profile,
-                 "-s", str(bundled.workflow(WORKFLOW_NAME) / "Snakefile"), *args.extra, "--config", *config]
+                 "-s", str(bundled.workflow(WORKFLOW_NAME) / "Snakefile"), *extra, "--config", *config]
     return subprocess.run(snakemake).returncode
+
+
+def _split_config(extra: list[str]) -> tuple[list[str], list[str]]:
+    """(Snakemake's other options, the KEY=VALUE items of the user's --config/-C): Snakemake keeps
+    only the last --config it is given, and run gives its own, so the user's join it
+    (`--config allow_not_equivalent=true`)."""
+    others, items, taking = [], [], False
+    for word in extra:
+        if word in ("--config", "-C"):
+            taking = True
+        elif word.startswith("--config="):
+            items.append(word.removeprefix("--config="))
+            taking = True
+        elif taking and not word.startswith("-"):
+            items.append(word)
+        else:
+            taking = False
+            others.append(word)
+    return others, items
 
 
 def _config(args) -> dict:

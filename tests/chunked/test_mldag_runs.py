@@ -1,6 +1,8 @@
 """MLDAG experiments run end to end on the embedded pool through `htcannex experiment run`."""
 import csv
+import hashlib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -32,9 +34,13 @@ def chunk_sites(pool, workdir: Path) -> dict[str, list[str]]:
     return {run_uuid: [by_chunk[c] for c in sorted(by_chunk)] for run_uuid, by_chunk in chunks.items()}
 
 
+def table(path: Path) -> list[dict]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
 def runs_table(workdir: Path, slug: str) -> dict[str, dict]:
-    with open(workdir / "results" / slug / "runs.tsv") as table:
-        return {row["run_uuid"]: row for row in csv.DictReader(table, delimiter="\t")}
+    return {row["run_uuid"]: row for row in table(workdir / "results" / slug / "runs.tsv")}
 
 
 @pytest.mark.slow
@@ -136,8 +142,51 @@ def test_a_study_gives_each_run_an_unbroken_pinned_twin_compared_on_the_users_me
         # The twin: its own run_uuid, the run's seed and vars, epochs 1-4 in one job on the pinned site.
         expected = [f"epoch {e} seed {row['random_seed']} alpha {row['alpha']} site expanse" for e in range(1, 5)]
         assert expected in histories.values()
-    summary = (workdir / "results" / "study" / "compare" / "summary.tsv").read_text().splitlines()
-    header, rows = summary[0].split("\t"), [dict(zip(summary[0].split("\t"), line.split("\t"))) for line in summary[1:]]
-    assert header == ["run", "alpha", "loss:distributed", "loss:baseline", "loss:delta", "margin", "within margin"]
-    assert {(row["alpha"], row["loss:distributed"], row["loss:baseline"], row["within margin"]) for row in rows} == \
-        {("1", "0.25", "0.25", "True"), ("3", "0.75", "0.75", "True")}
+    # The run and its twin side by side, then the paired study per seed group (the run_numbers of an alpha).
+    summary = table(workdir / "results" / "study" / "compare" / "summary.tsv")
+    assert list(summary[0]) == ["run", "alpha", "run_number", "loss:distributed", "loss:baseline", "loss:delta", "verdict"]
+    assert sorted((row["alpha"], row["loss:distributed"], row["loss:baseline"], row["verdict"]) for row in summary) == \
+        [("1", "0.25", "0.25", "identical (bitwise)")] * 2 + [("3", "0.75", "0.75", "identical (bitwise)")] * 2
+    study = table(workdir / "results" / "study" / "compare" / "equivalence.tsv")
+    assert [(row["group"], row["pairs"], row["verdict"]) for row in study] == \
+        [("alpha=1", "2", "identical (every delta 0)"), ("alpha=3", "2", "identical (every delta 0)")]
+    provenance = table(workdir / "results" / "study" / "compare" / "provenance.tsv")
+    assert len(provenance) == 8 and all(
+        hashlib.sha256((workdir / row["file"]).read_bytes()).hexdigest() == row["sha256"] for row in provenance)
+    check = (workdir / "results" / "study" / "compare" / "check.txt").read_text()
+    assert check.endswith("all checks passed\n") and "equivalence study" in check
+
+
+@pytest.mark.slow
+def test_a_study_that_finds_the_twins_not_equivalent_fails_the_run_naming_the_check(tmp_path, embedded_pool):
+    # A resume bug: a resumed chunk restarts its schedule, so the loss is alpha over the epochs of this job.
+    workdir = experiment_copy("study_experiment", tmp_path)
+    script = workdir / "train.sh"
+    script.write_text(script.read_text().replace("{'loss': $alpha / $epoch}", "{'loss': $alpha / $per_job}"))
+    result = experiment_run(workdir, embedded_pool, "--retries", "0")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "Error in rule check:" in output, output[-6000:]
+    failed = [line for line in output.splitlines() if line.startswith("FAILED CHECK:")]
+    assert failed == [f"FAILED CHECK: seed group alpha={alpha}, loss: study: not equivalent (90% CI [+{delta}, +{delta}] "
+                      "beyond the margin +-0.01)" for alpha, delta in (("1", "0.25"), ("3", "0.75"))], output[-6000:]
+    assert "equivalence study (results/study/compare/equivalence.tsv):" in output  # the table, printed
+    assert "rerun with --config allow_not_equivalent=true" in output
+    assert not (workdir / "results" / "study" / "compare" / "check.txt").exists()
+    # A study of real differences on purpose passes with the override (only the check reruns).
+    allowed = experiment_run(workdir, embedded_pool, "--config", "allow_not_equivalent=true")
+    assert allowed.returncode == 0, (allowed.stdout + allowed.stderr)[-6000:]
+    assert (workdir / "results" / "study" / "compare" / "check.txt").read_text().endswith(
+        "all checks passed (study verdicts beyond the margin allowed: allow_not_equivalent)\n")
+
+
+def test_a_study_without_scipy_and_statsmodels_is_refused_naming_the_extra(tmp_path):
+    workdir = experiment_copy("study_experiment", tmp_path)
+    (workdir / "stub" / "statsmodels").mkdir(parents=True)
+    (workdir / "stub" / "statsmodels" / "__init__.py").write_text("raise ImportError('No module named statsmodels')\n")
+    env = dict(os.environ, PYTHONPATH=str(workdir / "stub"))  # a statsmodels that cannot be imported
+    for verb in ("plan", "run"):
+        result = run([str(BIN / "htcannex"), "experiment", verb, "Experiment.yaml", "--profile", str(PROFILE)], workdir, env)
+        assert result.returncode != 0
+        assert "the equivalence study needs scipy and statsmodels" in result.stderr, result.stderr[-3000:]
+        assert "pip install 'snakemake-executor-plugin-htcannex[train]'" in result.stderr
+    assert not (workdir / ".htcannex" / "jobs.log").exists()  # nothing was submitted

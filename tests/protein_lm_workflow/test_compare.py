@@ -6,7 +6,7 @@ from protein_lm import checkpoint
 from protein_lm.compare import (
     Plan, RunResult, equivalence_rows, finetune_size_rows, per_site_rows, provenance_checks, summary_rows,
 )
-from protein_lm.equivalence import Margins
+from chunked_training.equivalence import Margins
 
 CPU = {"device": "cpu", "precision": "fp32", "torch": "2.13.0"}
 GPU = {"device": "NVIDIA H100", "precision": "bf16-autocast", "torch": "2.13.0"}

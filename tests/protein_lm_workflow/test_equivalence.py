@@ -3,8 +3,9 @@ the mean is already beyond the margin, and seeds-needed numbers that are enough.
 import numpy as np
 import pytest
 
-from protein_lm.compare import failed_checks
-from protein_lm.equivalence import BEYOND, EQUIVALENT, FAILING, INSUFFICIENT, NOT_EQUIVALENT, equivalence, outcome
+from chunked_training.equivalence import (
+    BEYOND, EQUIVALENT, FAILING, INSUFFICIENT, NOT_EQUIVALENT, equivalence, failed_checks, outcome,
+)
 
 MARGIN, ALPHA, POWER = 0.02, 0.05, 0.8
 

@@ -20,7 +20,7 @@ from protein_lm import checkpoint
 from protein_lm.compare import Plan, RunResult, provenance_checks, summary_rows
 from protein_lm.config import TrainParams
 from protein_lm.data import DataConfig, generate
-from protein_lm.equivalence import FAILING, Margins, equivalence, outcome
+from chunked_training.equivalence import FAILING, Margins, equivalence, outcome
 from protein_lm.evaluation import evaluate_checkpoint
 from protein_lm.runtime import cpu_model
 from protein_lm.training import RESUME_BUGS, ChunkJob, SelfCheckpoint, train_chunk

@@ -1,6 +1,8 @@
 """Rule compare: one row per run, its swept values, whether the twins' final checkpoints are
-bitwise equal, each number the evaluation wrote for both twins with their difference, and an MLDAG
-experiment's study metric of both twins, their difference and whether it is within the margin."""
+bitwise equal, and each number the evaluation wrote for both twins with their difference. An MLDAG
+experiment with a study instead gets the study on its metric (chunked_training.twin_study): each
+run against its twin (summary), the paired equivalence study per seed group (equivalence), and
+the files and digests its numbers came from (provenance); rule check judges them."""
 import csv
 import hashlib
 import json
@@ -9,6 +11,14 @@ from pathlib import Path
 
 snakemake = globals()["snakemake"]  # injected by Snakemake's script directive
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)
+
+
+def write_table(rows: list[dict], path: str) -> None:
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(key for row in rows for key in row)),
+                                delimiter="\t", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: f"{v:.6g}" if isinstance(v, float) else v for k, v in row.items()} for row in rows)
 
 
 def digest(path: str) -> str:
@@ -21,28 +31,30 @@ def final_evaluation(variant: str, run: str) -> dict:
     return json.loads(Path(found[0]).read_text()) if found else {}
 
 
-rows = []
-for index, (run, swept) in enumerate(snakemake.params.runs.items()):
-    row = {"run": run, **swept}
-    if snakemake.input.baseline and snakemake.params.bitwise:
-        row["twins"] = ("identical (bitwise)" if digest(snakemake.input.distributed[index]) ==
-                        digest(snakemake.input.baseline[index]) else "differ")
-    if study := snakemake.params.study:
-        metric = study["metric"]
-        values = [json.loads(Path(path).read_text())[metric] for path in study["files"][run]]
-        delta = values[0] - values[1]
-        row |= {f"{metric}:distributed": values[0], f"{metric}:baseline": values[1], f"{metric}:delta": delta,
-                "margin": study["margin"], "within margin": abs(delta) < study["margin"]}
-    distributed, baseline = final_evaluation("distributed", run), final_evaluation("baseline", run)
-    for metric, value in distributed.items():
-        if isinstance(value, (int, float)) and isinstance(baseline.get(metric), (int, float)):
-            row |= {f"{metric}:distributed": value, f"{metric}:baseline": baseline[metric],
-                    f"{metric}:delta": value - baseline[metric]}
-    rows.append(row)
-    logging.info("%s", row)
+if snakemake.params.study:
+    from chunked_training.experiment import Study
+    from chunked_training.twin_study import compare
 
-with open(snakemake.output.summary, "w", newline="") as handle:
-    writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(key for row in rows for key in row)),
-                            delimiter="\t")
-    writer.writeheader()
-    writer.writerows(rows)
+    settings = dict(snakemake.params.study)
+    files = settings.pop("files")
+    summary, study, provenance = compare(snakemake.params.runs, files, Study(**settings))
+    write_table(summary, snakemake.output.summary)
+    write_table(study, snakemake.output.equivalence)
+    write_table(provenance, snakemake.output.provenance)
+    for row in study:
+        logging.info("%s", row)
+else:
+    rows = []
+    for index, (run, swept) in enumerate(snakemake.params.runs.items()):
+        row = {"run": run, **swept}
+        if snakemake.input.baseline and snakemake.params.bitwise:
+            row["twins"] = ("identical (bitwise)" if digest(snakemake.input.distributed[index]) ==
+                            digest(snakemake.input.baseline[index]) else "differ")
+        distributed, baseline = final_evaluation("distributed", run), final_evaluation("baseline", run)
+        for metric, value in distributed.items():
+            if isinstance(value, (int, float)) and isinstance(baseline.get(metric), (int, float)):
+                row |= {f"{metric}:distributed": value, f"{metric}:baseline": baseline[metric],
+                        f"{metric}:delta": value - baseline[metric]}
+        rows.append(row)
+        logging.info("%s", row)
+    write_table(rows, snakemake.output.summary)

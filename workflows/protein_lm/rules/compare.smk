@@ -51,7 +51,9 @@ rule check:
         "results/compare/check.txt",
     params:
         allow_not_equivalent=config["allow_not_equivalent"] in (True, "true"),
+        summary_columns=["run", "val_loss:delta", "spearman:delta", "verdict"],
+        study_columns=["group", "metric", "pairs", "mean_delta", "ci_low", "ci_high", "verdict"],
     log:
         "results/logs/check.log",
     script:
-        "../scripts/check.py"
+        "../../chunked_training/scripts/check.py"

@@ -13,7 +13,7 @@ from protein_lm import plots
 from protein_lm.compare import (
     VARIANTS, Plan, RunResult, equivalence_rows, finetune_size_rows, per_site_rows, provenance_checks, provenance_rows, summary_rows,
 )
-from protein_lm.equivalence import Margins
+from chunked_training.equivalence import Margins
 from snakemake_executor_plugin_htcannex import paths
 from snakemake_executor_plugin_htcannex.ops import provenance
 

@@ -122,11 +122,23 @@ def load(source: str, config: Mapping) -> Experiment:
 @dataclass(frozen=True)
 class Study:
     """An MLDAG experiment's twin study (its `study:` key): `metric` from the JSON `file` each run
-    and each twin leave, `$(run_uuid)` in it the run's or the twin's, compared against `margin`."""
+    and each twin leave, `$(run_uuid)` in it the run's or the twin's, judged paired against
+    `margin` (chunked_training.equivalence: TOST at `alpha`, seeds needed for `power`); `bitwise`:
+    the training is deterministic and its sites the same hardware, so a run and its twin must
+    leave the same metric to the bit."""
 
     metric: str
     file: str
     margin: float
+    alpha: float = 0.05
+    power: float = 0.8
+    bitwise: bool = False
+
+
+# Which runs repeat each other (a study's seed group): runs whose vars differ only in these.
+REPETITION_VARS = ("run_number", "seed")
+
+_STUDY_EXAMPLE = "`study: {metric: loss, file: output/$(run_uuid)/metrics.json, margin: 0.05}`"
 
 
 def study(source: str, config: Mapping) -> "Study | None":
@@ -134,16 +146,28 @@ def study(source: str, config: Mapping) -> "Study | None":
     spec = config.get("study")
     if spec is None:
         return None
-    keys = {"metric": str, "file": str, "margin": (int, float)}
-    if not isinstance(spec, Mapping) or set(spec) != set(keys) or not all(
-            isinstance(spec[key], kind) and not isinstance(spec[key], bool) for key, kind in keys.items()):
+    required = {"metric": str, "file": str, "margin": (int, float)}
+    optional = {"alpha": float, "power": float, "bitwise": bool}
+    if not isinstance(spec, Mapping) or not set(required) <= set(spec):
         raise VarsError(f"{source}: study: give metric (the number to compare), file (the JSON each run leaves, "
-                        "with $(run_uuid)) and margin (the largest difference that counts as equivalent), e.g. "
-                        "`study: {metric: loss, file: output/$(run_uuid)/metrics.json, margin: 0.05}`")
+                        f"with $(run_uuid)) and margin (the largest difference that counts as equivalent), e.g. "
+                        f"{_STUDY_EXAMPLE}")
+    for key, value in spec.items():
+        kind = required.get(key) or optional.get(key)
+        if kind is None:
+            raise VarsError(f"{source}: study.{key} is not a study key: a study has {', '.join(required)} and "
+                            f"optionally {', '.join(optional)}")
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise VarsError(f"{source}: study.{key} = {value!r} is not a {getattr(kind, '__name__', 'number')}; "
+                            f"e.g. {_STUDY_EXAMPLE}")
     if "$(run_uuid)" not in spec["file"] or spec["margin"] <= 0:
         raise VarsError(f"{source}: study.file must name $(run_uuid) (a run and its twin leave their own) and "
                         "study.margin must be above 0")
-    return Study(spec["metric"], spec["file"], float(spec["margin"]))
+    if not all(0 < spec.get(key, 0.5) < 1 for key in ("alpha", "power")):
+        raise VarsError(f"{source}: study.alpha (each one-sided test's) and study.power (for the seeds needed) are "
+                        "between 0 and 1, e.g. alpha: 0.05, power: 0.8")
+    return Study(**{key: spec[key] for key in required} | {key: spec[key] for key in optional if key in spec}
+                 | {"margin": float(spec["margin"])})
 
 
 def format_command(source: str, template: str, values: Mapping, shell_words: Mapping = {}) -> str:

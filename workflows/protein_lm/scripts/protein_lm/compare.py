@@ -7,7 +7,7 @@ twin when both ran on the same hardware at the same precision (any difference th
 bug, not noise)? Which devices and precisions did it use (a run mixing them is labelled)?
 
 Per group of runs that differ only in seed (the study): the paired deltas d_i = distributed_i -
-baseline_i (same seed, hopping vs pinned) of each metric, judged by protein_lm.equivalence against
+baseline_i (same seed, hopping vs pinned) of each metric, judged by chunked_training.equivalence against
 the margins fixed in the config before the run; "ERROR: provenance" where a run of the group
 failed the provenance check (its numbers prove nothing).
 """
@@ -15,10 +15,10 @@ failed the provenance check (its numbers prove nothing).
 import statistics
 from dataclasses import dataclass
 
+from chunked_training.equivalence import Margins, equivalence
 from scipy import stats
 from snakemake_executor_plugin_htcannex.ops import provenance
 
-from .equivalence import ERROR, FAILING, Margins, equivalence, outcome
 from .finetuning import METHODS
 
 VARIANTS = ("distributed", "baseline")
@@ -207,14 +207,3 @@ def per_site_rows(results: list[RunResult]) -> list[dict]:
         for (variant, site), values in sorted(times.items())
     ]
 
-
-def failed_checks(summary: list[dict], study: list[dict], allow_not_equivalent: bool) -> list[str]:
-    """What fails the run, one line each naming the run or seed group and the check: a twin or
-    provenance ERROR (a bug, never noise: no setting lets it pass) and, unless real differences
-    are allowed (config allow_not_equivalent), a study verdict beyond the margin."""
-    reasons = [f"run {row['run']}: twin check: {row['verdict']}" for row in summary if row["verdict"].startswith(ERROR)]
-    for row in study:
-        kind = outcome(row["verdict"])
-        if kind == ERROR or (kind in FAILING and not allow_not_equivalent):
-            reasons.append(f"seed group {row['group']}, {row['metric']}: study: {row['verdict']}")
-    return reasons

@@ -21,9 +21,9 @@ import json
 from pathlib import Path
 
 import yaml
+from chunked_training.equivalence import equivalence
 
 from .compare import METRICS, VARIANTS, Plan, RunResult, provenance_checks, summary_rows
-from .equivalence import equivalence
 from .config import TrainParams
 from .data import DataConfig, generate
 from .evaluation import evaluate_checkpoint

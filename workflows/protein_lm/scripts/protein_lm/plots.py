@@ -10,8 +10,9 @@ matplotlib.use("Agg")  # jobs have no display
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from chunked_training.equivalence import ERROR, FAILING, outcome  # noqa: E402
+
 from .compare import VARIANTS, RunResult  # noqa: E402
-from .equivalence import ERROR, FAILING, outcome  # noqa: E402
 
 
 def site_colours(results: list[RunResult]) -> dict[str, tuple]:

@@ -15,17 +15,23 @@ Seeds needed: statsmodels' TTestPower for the one-sided test against the nearer 
 observed mean and SD as the truth, at the configured power (for equivalence a lower bound: TOST
 must also pass on the other side).
 
-Only numpy, scipy and statsmodels: importable by any workflow's comparison
-(`from protein_lm.equivalence import equivalence, Margins, FAILING`).
+Only numpy, scipy and statsmodels (htcannex's `train` extra): chunked_training's compare (an MLDAG
+experiment's study) and protein_lm's, which is built on chunked_training, both use it
+(`from chunked_training.equivalence import equivalence, Margins, FAILING`).
 """
 
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
-from statsmodels.stats.power import TTestPower
-from statsmodels.stats.weightstats import ttost_paired
+
+try:
+    from scipy import stats
+    from statsmodels.stats.power import TTestPower
+    from statsmodels.stats.weightstats import ttost_paired
+except ImportError as missing:
+    raise ImportError(f"the equivalence study needs scipy and statsmodels ({missing}): install htcannex with its "
+                      "train extra, pip install 'snakemake-executor-plugin-htcannex[train]'") from missing
 
 IDENTICAL, EQUIVALENT, NOT_EQUIVALENT, BEYOND, INSUFFICIENT = (
     "identical", "equivalent", "not equivalent", "beyond the margin", "insufficient seeds")
@@ -101,3 +107,15 @@ def seeds_needed(mean: float, sd: float, margin: float, alpha: float, power: flo
     if analysis.power(effect_size=effect, nobs=2, alpha=alpha, alternative="larger") >= power:
         return 2  # the solver looks for n below 2 and fails
     return math.ceil(analysis.solve_power(effect_size=effect, alpha=alpha, power=power, alternative="larger"))
+
+
+def failed_checks(summary: list[dict], study: list[dict], allow_not_equivalent: bool) -> list[str]:
+    """What fails the run, one line each naming the run or seed group and the check: a twin or
+    provenance ERROR (a bug, never noise: no setting lets it pass) and, unless real differences
+    are allowed (config allow_not_equivalent), a study verdict beyond the margin."""
+    reasons = [f"run {row['run']}: twin check: {row['verdict']}" for row in summary if row["verdict"].startswith(ERROR)]
+    for row in study:
+        kind = outcome(row["verdict"])
+        if kind == ERROR or (kind in FAILING and not allow_not_equivalent):
+            reasons.append(f"seed group {row['group']}, {row['metric']}: study: {row['verdict']}")
+    return reasons

@@ -1,12 +1,14 @@
-"""Rule check: the run's verdict. Prints each run's twin check and the study (compare's tables);
-when a check failed, names each failure (FAILED CHECK: the run or seed group, the check, the
-verdict) and exits 1, so the workflow ends non-zero and `htcannex status` shows the lines.
+"""Rule check: the run's verdict, in every workflow with a twin study (chunked_training's MLDAG
+experiments, protein_lm). Prints each run's twin check and the study (compare's tables, the
+columns the rule's params name); when a check failed, names each failure (FAILED CHECK: the run
+or seed group, the check, the verdict) and exits 1, so the workflow ends non-zero and
+`htcannex status` shows the lines.
 """
 import csv
 import sys
 from pathlib import Path
 
-from protein_lm.compare import failed_checks
+from chunked_training.equivalence import failed_checks
 from snakemake_executor_plugin_htcannex.ops.driver_status import FAILED_CHECK
 
 snakemake = globals()["snakemake"]  # injected by Snakemake's script directive
@@ -21,8 +23,8 @@ def table(path: str, columns: list[str]) -> tuple[list[dict], list[str]]:
     return rows, lines
 
 
-summary, summary_lines = table(snakemake.input.summary, ["run", "val_loss:delta", "spearman:delta", "verdict"])
-study, study_lines = table(snakemake.input.equivalence, ["group", "metric", "pairs", "mean_delta", "ci_low", "ci_high", "verdict"])
+summary, summary_lines = table(snakemake.input.summary, snakemake.params.summary_columns)
+study, study_lines = table(snakemake.input.equivalence, snakemake.params.study_columns)
 allowed = snakemake.params.allow_not_equivalent
 reasons = failed_checks(summary, study, allowed)
 report = [f"twin check per run ({snakemake.input.summary}):", *summary_lines, "",
