@@ -8,6 +8,7 @@ A run directory (Snakemake's working directory) holds:
     .htcannex/output-dirs/<digest>/    empty trees of jobs' output directories, sent to make them (output_directories.py)
     .htcannex/names/<digest>           links with plain names to inputs whose names a transfer list cannot hold (transfer_names.py)
     .htcannex/annex-requests.json      the annexes requested, so a restart does not request them again
+    .htcannex/memory-floors.json       the memory each job asks for at least after a memory hold or kill (memory_floors.py)
     .htcannex/pool/                    the embedded pool's spool (its own default: htcannex_pool.DEFAULT_SPOOL)
     .htcannex/driver/                  the Snakemake driver `htcannex submit` started (driver/)
 """
@@ -64,3 +65,7 @@ def annex_ledger(workdir: Path | str = ".") -> Path:
 
 def transfer_names_dir(workdir: Path | str = ".") -> Path:
     return state_dir(workdir) / "names"
+
+
+def memory_floors(workdir: Path | str = ".") -> Path:
+    return state_dir(workdir) / "memory-floors.json"

@@ -39,6 +39,7 @@ from snakemake_executor_plugin_htcannex.submit.job_spec import wildcards_of
 from snakemake_executor_plugin_htcannex.track import failure_hints, recovery
 from snakemake_executor_plugin_htcannex.track.event_log import JobPhase, JobRecord
 from snakemake_executor_plugin_htcannex.track.holds import HoldKind, memory_for_retry
+from snakemake_executor_plugin_htcannex.track.memory_floors import MemoryFloors
 from snakemake_executor_plugin_htcannex.track.tracked_job import WaitingOn, tracked
 
 # How long after a submit a missing event log means HTCondor cannot write it (then the schedd is asked).
@@ -79,8 +80,9 @@ class HeldAndIdle:
         self._fail = fail
         collector = runtime.connection.collector
         self._collector = CollectorOfThisPoll(collector) if collector is not None else None
-        # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold
-        self._memory_floor: dict[str, int] = {}
+        # job signature -> the memory (MB) its next attempt asks for at least, after a memory hold or kill;
+        # on disk, so that a restarted driver asks for it too
+        self._memory_floors = MemoryFloors(runtime.submit_options.workdir)
         self._warned_no_event_log = False
         self._warned_unmatchable: set[tuple] = set()  # (rule, report) said at a first look
         self._started: set[tuple] = set()  # (site, request) of the jobs seen running: a slot can run them
@@ -106,7 +108,7 @@ class HeldAndIdle:
 
     def memory_floor(self, spec: JobSpec) -> Optional[int]:
         """The memory (MB) this job asks for at least, when an earlier attempt was held for memory."""
-        return self._memory_floor.get(job_signature(spec, self._runtime.submit_options))
+        return self._memory_floors.get(job_signature(spec, self._runtime.submit_options))
 
     def held(self, job_info: SubmittedJobInfo, record: JobRecord) -> bool:
         """Release the held job or remove and report it, as the hold policy decides."""
@@ -294,7 +296,7 @@ class HeldAndIdle:
         if not isinstance(asked, int):
             return ""
         floor = memory_for_retry(asked)
-        self._memory_floor[job_signature(spec, self._runtime.submit_options)] = floor
+        self._memory_floors.raise_to(job_signature(spec, self._runtime.submit_options), floor)
         return f" A retry asks for at least {floor} MB ({why} {asked} MB)."
 
     def _move_or_fail(self, job_info: SubmittedJobInfo, why: str, job_ad=None, waited_s: Optional[float] = None) -> bool:

@@ -3,6 +3,7 @@ all of them, not once per job: a queue submitted together comes due together. Id
 once per idle timeout, against one collector answer (on a large pool it holds every slot); held jobs
 without an event log are asked of the schedd in one query."""
 import re
+import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -59,7 +60,8 @@ class Queue:
 def held_and_idle(schedd, collector, tracker=None, idle_timeout_s=0, negotiation_interval_s=60, warnings=None):
     runtime = SimpleNamespace(connection=SimpleNamespace(schedd=schedd, collector=collector, embedded=False,
                                                          negotiation_interval_s=negotiation_interval_s),
-                              idle_timeout_s=idle_timeout_s, config=load_catalogue(FAULTS_CATALOGUE), tracker=tracker)
+                              idle_timeout_s=idle_timeout_s, config=load_catalogue(FAULTS_CATALOGUE), tracker=tracker,
+                              submit_options=SimpleNamespace(workdir=Path(tempfile.mkdtemp())))
     failed = []
     logger = SimpleNamespace(warning=print if warnings is None else warnings.append)
     return HeldAndIdle(runtime, logger=logger, unmatchable="fail",

@@ -217,3 +217,15 @@ def test_restarted_snakemake_adopts_a_job_that_completed_while_it_was_down(workd
     forced = run_snakemake(workdir, user_env, target, extra=[*options, "--forcerun", target])
     assert forced.returncode == 0 and "Adopted" not in forced.stderr, forced.stderr[-4000:]
     assert len(submissions(embedded_pool, "chunk")) == 2
+
+
+def test_a_driver_restarted_after_a_memory_hold_asks_for_the_raised_request(workdir, user_env, embedded_pool):
+    """The raised request outlives the Snakemake that raised it (.htcannex/memory-floors.json): a run stopped
+    after a memory hold, and started again, asks for what the retry would have, not the rule's mem_mb again."""
+    Pool(embedded_pool.spool_dir, config=SYSTEM_PERIODIC_MEMORY_HOLD)
+    stopped = run_snakemake(workdir, user_env, "hog-fixed.txt", extra=["--retries", "0"])
+    assert stopped.returncode != 0
+    assert "A retry asks for at least 600 MB (it was held with 300 MB)" in stopped.stderr
+    restarted = run_snakemake(workdir, user_env, "hog-fixed.txt", extra=["--retries", "0"])
+    assert restarted.returncode == 0, restarted.stderr[-4000:]
+    assert sorted(ad["RequestMemory"] for ad in submissions(embedded_pool, "hog_fixed")) == [300, 600]
