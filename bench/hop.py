@@ -13,18 +13,18 @@ Variants:
 - DAGMan (a real pool only): `condor_submit_dag` of a DAG the benchmark writes, one node per job
   and the same edges, each node's submit description what htcannex submits for it (its file
   transfer, requests and, on an annex, TargetAnnexName), DAGMan's own settings left at their
-  defaults;
+  defaults (but DAGMAN_USE_STRICT 0: the run directory is under /tmp);
 - peer <version> (a real pool, for each of --peer-venvs that holds snakemake and
   snakemake-executor-plugin-htcondor): its `snakemake --executor htcondor` on the shared
   filesystem (its default: no file transfer), with the requests, the annex (a `classad_`
   resource) and `getenv` given through its resources, without which its jobs ask for 8 MB and
-  its in-job Snakemake finds no PATH.
+  its in-job Snakemake finds no PATH; as root, run as the user the pool runs root's jobs as.
 
 Numbers:
 - wall: the command's (DAGMan: from condor_submit_dag to its "EXITING WITH STATUS" line);
 - hop (chains): a job's command started - the previous job's command ended, median [max];
-- driver CPU: the snakemake process's user + system (and what it waited for); DAGMan's, its
-  job's RemoteUserCpu + RemoteSysCpu in the schedd's history;
+- driver CPU: the snakemake process's user + system (and what it waited for); DAGMan's, the
+  condor_dagman process's, read every 0.1 s while it runs;
 - schedd CPU: the condor_schedd process's own, and its reaped shadows' (DAGMan's taken out);
   on the embedded pool its daemon's;
 - schedd commands: the SchedLog's D_COMMAND lines ("Calling HandleReq ... for command") written
@@ -35,6 +35,8 @@ the first two AnnexNames; without it, the embedded pool with one plain 1-CPU slo
 1-CPU annexes, htcannex only (the tests' smoke run).
 """
 import dataclasses
+import os
+import pwd
 import re
 import shutil
 import statistics
@@ -213,7 +215,8 @@ class RealPool:
         self.schedd_log = Path(htcondor2.param["SCHEDD_LOG"])
         self.bin = Path(htcondor2.param["BIN"])
         self.htcondor2 = htcondor2
-        self.label = (f"the HTCondor pool of {config} ({htcondor2.param.get('CONDOR_VERSION', '')}, NEGOTIATOR_INTERVAL "
+        version = subprocess.run([str(self.bin / "condor_version")], capture_output=True, text=True).stdout.split()
+        self.label = (f"the HTCondor pool of {config} ({' '.join(version[:2])}, NEGOTIATOR_INTERVAL "
                       f"{htcondor2.param.get('NEGOTIATOR_INTERVAL', 60)} s, annexes {', '.join(self.annexes)})")
 
     def others(self, peer_venvs) -> dict:
@@ -236,9 +239,14 @@ class RealPool:
         (workdir / "Snakefile").write_text(snakefile(workload, self.args, self.annexes))
         env = {**bench_env(), "PATH": f"{venv / 'bin'}:{bench_env()['PATH']}"}
 
+        # Its jobs run Snakemake, which reads a source cache that Snakemake makes private to the user who submits:
+        # as root, whose jobs the pool runs as the user of its daemons (CONDOR_IDS), submit as that user.
+        as_user = ([] if os.geteuid() != 0 else
+                   ["runuser", "-u", pwd.getpwuid(int(self.htcondor2.param["CONDOR_IDS"].split(".")[0])).pw_name, "--"])
+
         def go():
             # As the local profile runs htcannex: every ready job queued, status checked every second.
-            timed = run_timed([str(venv / "bin" / "snakemake"), "--executor", "htcondor", "--jobs", "unlimited",
+            timed = run_timed([*as_user, str(venv / "bin" / "snakemake"), "--executor", "htcondor", "--jobs", "unlimited",
                                "--seconds-between-status-checks", "1", "--scheduler", "greedy", "--latency-wait", "5",
                                "--default-resources", f"request_memory={MEMORY_MB}", f"request_disk='{DISK_MB}MB'",
                                "getenv='True'"], workdir, env, umask=0)
@@ -247,7 +255,7 @@ class RealPool:
 
     def dagman(self, workload: Workload, jobs, workdir: Path) -> Result:
         dag = self._write_dag(workload, jobs, workdir)
-        cluster = []
+        dagman_cpu = []
 
         def go():
             started = time.perf_counter()
@@ -257,16 +265,21 @@ class RealPool:
             if submitted.returncode != 0:
                 raise BenchError(f"condor_submit_dag {dag} exited {submitted.returncode}: {submitted.stdout}"
                                  f"{submitted.stderr}")
-            cluster.append(int(re.search(r"submitted to cluster (\d+)", submitted.stdout)[1]))
-            out = Path(f"{dag}.dagman.out")
+            out, dagman = Path(f"{dag}.dagman.out"), None
             while not (done := DAG_DONE.search(out.read_text() if out.exists() else "")):
+                dagman = dagman or next((process for process in self.pool.processes()
+                                         if process.name() == "condor_dagman"), None)
+                try:  # its CPU as of this look: the last look misses at most a tenth of a second of it
+                    times = dagman.cpu_times() if dagman else None
+                    dagman_cpu[:] = [times.user + times.system] if times else dagman_cpu
+                except psutil.NoSuchProcess:
+                    pass
                 time.sleep(0.1)
             if done[1] != "0":
-                raise BenchError(f"DAGMan exited {done[1]}: {out}")
+                raise BenchError(f"DAGMan exited {done[1]}; the end of {out}:\n{out.read_text()[-3000:]}")
             return time.perf_counter() - started, None
         result = self._measured(go)
-        [ad] = self._history(cluster[0])
-        result.driver_cpu_s = ad.get("RemoteUserCpu", 0) + ad.get("RemoteSysCpu", 0)
+        result.driver_cpu_s = dagman_cpu[0] if dagman_cpu else 0.0
         result.shadows_cpu_s -= result.driver_cpu_s  # the schedd reaped DAGMan too
         return result
 
@@ -301,18 +314,12 @@ class RealPool:
         for number, job in enumerate(jobs):
             for parent in (index for index, other in enumerate(jobs) if other["output"] in job["inputs"]):
                 lines.append(f"PARENT node{parent} CHILD node{number}")
+        # The run directory is under /tmp, where DAGMan's strict mode refuses to keep its node log.
+        (workdir / "hop.dag.config").write_text("DAGMAN_USE_STRICT = 0\n")
+        lines.append("CONFIG hop.dag.config")
         dag = workdir / "hop.dag"
         dag.write_text("\n".join(lines) + "\n")
         return dag
-
-    def _history(self, cluster: int):
-        deadline = time.monotonic() + 60
-        while not (ads := list(self.htcondor2.Schedd().history(f"ClusterId == {cluster}",
-                                                                ["RemoteUserCpu", "RemoteSysCpu"], 1))):
-            if time.monotonic() > deadline:
-                raise BenchError(f"DAGMan's job {cluster} is not in the schedd's history a minute after it ended")
-            time.sleep(0.5)
-        return ads
 
     def _measured(self, go) -> Result:
         """Run `go` (-> wall, driver CPU) and what the schedd did meanwhile, once its shadows have exited."""

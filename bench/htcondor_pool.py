@@ -148,7 +148,8 @@ def connect(config: str, directory: Path) -> Pool:
         masters = collector.query(htcondor2.AdTypes.Master, projection=["MyAddress"])
         slots = collector.query(htcondor2.AdTypes.Startd, "SlotType =!= \"Dynamic\"",
                                 ["Name", "AnnexName", "Cpus", "Memory"])
-        queued = htcondor2.Schedd().query(projection=["ClusterId"])
+        # Held jobs cost nothing while they wait; idle and running ones would share the pool's CPU.
+        queued = htcondor2.Schedd().query("JobStatus == 1 || JobStatus == 2", projection=["ClusterId"])
     except htcondor2.HTCondorException as error:
         raise NoPool(config, f"no HTCondor pool answers there ({error})",
                      "start the pool (condor_master with that CONDOR_CONFIG) or leave out --htcondor-config") from None
@@ -157,7 +158,8 @@ def connect(config: str, directory: Path) -> Pool:
                      "the benchmark needs one machine's pool with slots",
                      "start the pool and wait until its master and slots are advertised (seconds after a start)")
     if queued:
-        raise NoPool(config, f"its queue holds {len(queued)} job(s): their CPU would count as the benchmark's",
+        raise NoPool(config, f"its queue holds {len(queued)} idle or running job(s): their CPU would count as the "
+                     "benchmark's",
                      "wait for them or remove them (condor_rm) first")
     master = _listening(masters[0]["MyAddress"], config)
     catalogue, parallel = _catalogue(slots)

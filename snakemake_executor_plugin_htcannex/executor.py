@@ -38,7 +38,7 @@ from snakemake_executor_plugin_htcannex.submit.submitter import Submitter
 from snakemake_executor_plugin_htcannex.submit.template import TemplateError
 from snakemake_executor_plugin_htcannex.submit_language import SubmitValueError
 from snakemake_executor_plugin_htcannex.track.adoption import Adoption, CompletedWhileDown
-from snakemake_executor_plugin_htcannex.track.liveness import SILENT_CHECKS, ScheddWatch
+from snakemake_executor_plugin_htcannex.track.liveness import ScheddWatch, silence_s
 from snakemake_executor_plugin_htcannex.track.log_writes import LogWrites
 from snakemake_executor_plugin_htcannex.track.tracked_job import TrackedJob, WaitingOn, tracked
 from snakemake_executor_plugin_htcannex.waiting import HeldAndIdle
@@ -70,7 +70,8 @@ class Executor(RemoteExecutor):
 
     def __post_init__(self):
         runtime = Runtime.open(self.workflow.executor_settings, self.workflow)
-        self._watch = ScheddWatch(runtime.connection.schedd, SILENT_CHECKS * self.next_seconds_between_status_checks,
+        self._watch = ScheddWatch(runtime.connection.schedd,
+                                  silence_s(self.next_seconds_between_status_checks, runtime.connection.embedded),
                                   runtime.connection.embedded, self.logger)
         self._submitter = Submitter(runtime.connection.schedd)
         self._scripts = PreparedScripts(runtime.submit_options.workdir, self.workflow.execution_settings.cleanup_scripts)

@@ -14,6 +14,17 @@ from snakemake_executor_plugin_htcannex.schedd import UNANSWERED
 # Status intervals (--seconds-between-status-checks) of silence before the schedd is asked:
 # 5 s with the local profile's 1 s, 150 s with the nairr profile's 30 s.
 SILENT_CHECKS = 5
+# A real schedd is asked after no less silence than this: a job's transfer, start and end and a chain's hops
+# leave shorter gaps in the log (a starter told to retry its request waits 5 s), and a query per gap would be
+# a query per job, which the schedd serves for every user of the access point. The embedded pool's daemon is
+# this machine's, asked over a local socket.
+REAL_SCHEDD_SILENCE_S = 60.0
+
+
+def silence_s(status_interval_s: float, embedded: bool) -> float:
+    """How long the log and the schedd may say nothing before the schedd is asked."""
+    checks = SILENT_CHECKS * status_interval_s
+    return checks if embedded else max(checks, REAL_SCHEDD_SILENCE_S)
 
 
 class ScheddWatch:
