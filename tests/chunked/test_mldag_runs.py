@@ -153,6 +153,7 @@ def test_a_study_gives_each_run_an_unbroken_pinned_twin_compared_on_the_users_me
     provenance = table(workdir / "results" / "study" / "compare" / "provenance.tsv")
     assert len(provenance) == 8 and all(
         hashlib.sha256((workdir / row["file"]).read_bytes()).hexdigest() == row["sha256"] for row in provenance)
+    assert (workdir / "results" / "study" / "compare" / "equivalence.png").read_bytes().startswith(b"\x89PNG")
     check = (workdir / "results" / "study" / "compare" / "check.txt").read_text()
     assert check.endswith("all checks passed\n") and "equivalence study" in check
 
@@ -177,6 +178,14 @@ def test_a_study_that_finds_the_twins_not_equivalent_fails_the_run_naming_the_ch
     assert allowed.returncode == 0, (allowed.stdout + allowed.stderr)[-6000:]
     assert (workdir / "results" / "study" / "compare" / "check.txt").read_text().endswith(
         "all checks passed (study verdicts beyond the margin allowed: allow_not_equivalent)\n")
+    # A training declared deterministic (study.bitwise): any difference from its twin is a bug, which no setting lets pass.
+    experiment = workdir / "Experiment.yaml"
+    experiment.write_text(experiment.read_text().replace("  margin: 0.01\n", "  margin: 0.01\n  bitwise: true\n"))
+    strict = experiment_run(workdir, embedded_pool, "--config", "allow_not_equivalent=true")
+    output = strict.stdout + strict.stderr
+    failed = [line for line in output.splitlines() if line.startswith("FAILED CHECK:")]
+    assert strict.returncode != 0 and len(failed) == 4, output[-6000:]
+    assert all(": twin check: ERROR: differs from its twin" in line for line in failed)
 
 
 def test_a_study_without_scipy_and_statsmodels_is_refused_naming_the_extra(tmp_path):

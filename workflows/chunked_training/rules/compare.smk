@@ -10,8 +10,9 @@ def study_files():
 if STUDY:
     import chunked_training.equivalence  # scipy and statsmodels: refused before anything runs, naming the extra
 
-# With a study: the study's tables too (chunked_training.twin_study), which rule check judges.
-STUDY_TABLES = {"equivalence": f"{COMPARE}/equivalence.tsv", "provenance": f"{COMPARE}/provenance.tsv"} if STUDY else {}
+# With a study: the study's tables and figure too (chunked_training.twin_study), which rule check judges.
+STUDY_TABLES = {"equivalence": f"{COMPARE}/equivalence.tsv", "provenance": f"{COMPARE}/provenance.tsv",
+                "equivalence_figure": f"{COMPARE}/equivalence.png"} if STUDY else {}
 
 
 rule compare:

@@ -2,7 +2,8 @@
 bitwise equal, and each number the evaluation wrote for both twins with their difference. An MLDAG
 experiment with a study instead gets the study on its metric (chunked_training.twin_study): each
 run against its twin (summary), the paired equivalence study per seed group (equivalence), and
-the files and digests its numbers came from (provenance); rule check judges them."""
+the files and digests its numbers came from (provenance), and the study's figure; rule check
+judges them."""
 import csv
 import hashlib
 import json
@@ -32,6 +33,7 @@ def final_evaluation(variant: str, run: str) -> dict:
 
 
 if snakemake.params.study:
+    from chunked_training.equivalence_figure import figure
     from chunked_training.experiment import Study
     from chunked_training.twin_study import compare
 
@@ -41,6 +43,7 @@ if snakemake.params.study:
     write_table(summary, snakemake.output.summary)
     write_table(study, snakemake.output.equivalence)
     write_table(provenance, snakemake.output.provenance)
+    figure(study, settings["alpha"], snakemake.output.equivalence_figure)
     for row in study:
         logging.info("%s", row)
 else:

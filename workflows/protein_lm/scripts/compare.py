@@ -14,6 +14,7 @@ from protein_lm.compare import (
     VARIANTS, Plan, RunResult, equivalence_rows, finetune_size_rows, per_site_rows, provenance_checks, provenance_rows, summary_rows,
 )
 from chunked_training.equivalence import Margins
+from chunked_training.equivalence_figure import figure as equivalence_figure
 from snakemake_executor_plugin_htcannex import paths
 from snakemake_executor_plugin_htcannex.ops import provenance
 
@@ -49,7 +50,7 @@ write_table(per_site_rows(results), snakemake.output.per_site)
 sizes = finetune_size_rows(results)
 write_table(sizes, snakemake.output.finetune_sizes)
 plots.finetune_sizes(sizes, snakemake.output.finetune_sizes_figure)
-plots.equivalence(study, margins.alpha, snakemake.output.equivalence_figure)
+equivalence_figure(study, margins.alpha, snakemake.output.equivalence_figure)
 plots.loss_curves(results, snakemake.output.loss_curves)
 plots.site_timeline(results, snakemake.output.site_timeline)
 plots.epoch_time_per_site(results, snakemake.output.epoch_times)
