@@ -42,6 +42,7 @@ import htcondor2
 
 from snakemake_executor_plugin_htcannex import paths
 
+from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
 from snakemake_executor_plugin_htcannex.ops import provenance
 from snakemake_executor_plugin_htcannex.ops.driver_status import DriverSource, DriverStatus
 from snakemake_executor_plugin_htcannex.ops.driver_status import render as render_driver
@@ -83,7 +84,9 @@ class AnnexRow:
     annex: str
     slots: int
     busy: int
-    seconds_left: Optional[float]  # until AnnexLifetimeEnd, where the slots say
+    # Until AnnexLifetimeEnd where the slots say (the embedded pool's); a real pilot's do not, and then until
+    # the end of the lifetime this directory requested it for (the ledger), if it did.
+    seconds_left: Optional[float]
 
 
 @dataclass
@@ -106,6 +109,7 @@ class BoardSource:
     def __init__(self, workdir: Path, schedd, collector=None, run_wildcard: str = "run",
                  chunk_wildcard: str = "chunk", epochs_per_job: Optional[int] = None,
                  first_chunk: Optional[int] = None):
+        self.workdir = workdir
         self.tracker = EventLogTracker(paths.event_log(workdir))
         self.driver = DriverSource(workdir)
         self.schedd, self.collector = schedd, collector
@@ -136,14 +140,19 @@ class BoardSource:
         if self.collector is None:
             return []
         by_annex: dict = {}
+        ends = {request.name: request.requested_at + request.lifetime_s
+                for request in AnnexLedger(paths.annex_ledger(self.workdir)).requests() if request.live(now)}
         for slot in self.collector.query(htcondor2.AdTypes.Startd, constraint="AnnexName isnt undefined",
-                                         projection=["Name", "AnnexName", "State", "AnnexLifetimeEnd"]):
+                                         projection=["Name", "AnnexName", "State", "AnnexLifetimeEnd", "SlotType"]):
             self._slot_annexes[slot["Name"]] = slot["AnnexName"]
             row = by_annex.setdefault(slot["AnnexName"], AnnexRow(slot["AnnexName"], 0, 0, None))
-            row.slots += 1
-            row.busy += slot.get("State") == "Claimed"
-            if "AnnexLifetimeEnd" in slot:
-                row.seconds_left = slot["AnnexLifetimeEnd"] - now
+            # A real pilot's node is one partitionable slot, and each job it runs a dynamic slot carved from it.
+            dynamic = slot.get("SlotType") == "Dynamic"
+            row.slots += not dynamic
+            row.busy += dynamic or (slot.get("State") == "Claimed" and slot.get("SlotType") != "Partitionable")
+            end = slot.get("AnnexLifetimeEnd", ends.get(slot["AnnexName"]))
+            if end is not None:
+                row.seconds_left = end - now
         return [by_annex[name] for name in sorted(by_annex)]
 
     def _refresh_ads(self) -> None:
