@@ -93,9 +93,10 @@ class HtcondorCliBackend:
         login = self._login(site)
         if login is not None:
             opened_before = login.master_open()
-            login.check(site.name)  # raises where it would prompt with no one to answer
-            if not opened_before and login.master_open():
-                self._logins_opened[login.target] = login
+            try:
+                login.check(site.name)  # raises where it would prompt with no one to answer
+            finally:
+                self._remember_if_opened(login, opened_before)
         try:
             result = run_detached_output([htcondor_command(), *argv[1:]], CREATE_TIMEOUT_S,
                                          env=dict(os.environ, **{OLD_CREATE: "true"}))
@@ -134,13 +135,26 @@ class HtcondorCliBackend:
         by_hand = f"cancel batch job(s) {' '.join(batch_jobs)} at {system.pretty_name} yourself"
         if login is None or system.batch_system != "SLURM":
             return by_hand
+        opened_before = login.master_open()
         try:
-            result = login.ssh("scancel", *batch_jobs)
+            listed = login.ssh("squeue", "--me", "-h", "-o", "%i")
+            live = [job for job in batch_jobs if job in listed.stdout.split()] if listed.returncode == 0 else batch_jobs
+            if not live:
+                return f"its batch job(s) {' '.join(batch_jobs)} at {system.pretty_name} had ended"
+            result = login.ssh("scancel", *live)
         except subprocess.TimeoutExpired:
             return f"ssh to {login.target} did not answer: {by_hand}"
+        finally:
+            self._remember_if_opened(login, opened_before)
         if result.returncode != 0:
-            return f"scancel {' '.join(batch_jobs)} at {login.target} failed ({_tail(result.stdout, 2)}): {by_hand}"
-        return f"cancelled batch job(s) {' '.join(batch_jobs)} queued at {system.pretty_name}"
+            return f"scancel {' '.join(live)} at {login.target} failed ({_tail(result.stdout, 2)}): {by_hand}"
+        return f"cancelled batch job(s) {' '.join(live)} queued at {system.pretty_name}"
+
+    def _remember_if_opened(self, login: Login, opened_before: bool) -> None:
+        """An ssh to the login host with ControlMaster auto leaves a shared connection behind for 5 minutes
+        where none was open: this process's to close at the end (close_logins), unlike one the user opened."""
+        if not opened_before and login.master_open():
+            self._logins_opened[login.target] = login
 
     def close_logins(self) -> None:
         """Close the shared ssh connections this process opened (not one the user opened)."""

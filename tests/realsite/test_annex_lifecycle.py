@@ -74,7 +74,10 @@ def test_a_pilot_that_cannot_download_htcondor_fails_its_create_and_the_chunk_mo
     realsite.wait_until_nothing_is_left()
 
 
-def test_a_walltime_that_ends_mid_chunk_evicts_it_and_its_retry_gets_the_next_sites_annex(realsite):
+def test_a_slurm_walltime_that_ends_mid_chunk_kills_it_and_its_retry_gets_the_next_sites_annex(realsite):
+    # Slurm ends the batch job at its time limit by signalling every process of it: the pilot, and the job the
+    # pilot runs, which HTCondor then logs as terminated by SIGTERM (not evicted). The pilot's own end, before
+    # the walltime, evicts instead (test_the_end_of_an_annex_s_lifetime_...).
     workdir = with_profile(realsite, FAULTS)
     never = workdir / "never"  # the chunk runs until this file exists
     run = subprocess.Popen([str(realsite.state / "as-user"), "snakemake", "--profile", str(workdir / "profile"),
@@ -101,6 +104,31 @@ def test_a_walltime_that_ends_mid_chunk_evicts_it_and_its_retry_gets_the_next_si
     finally:
         run.kill()
     assert run.returncode == 0, stderr[-4000:]
+    assert "on annex htcannex-expanse (slot slot1_1@slurm" in stderr and "killed by signal 15" in stderr, stderr[-4000:]
+    assert "requested annex htcannex-delta" in stderr
+    assert ran_on(realsite, workdir) == "htcannex-delta"
+    realsite.wait_until_nothing_is_left()
+
+
+def test_the_end_of_an_annex_s_lifetime_mid_chunk_evicts_it_and_it_moves_to_the_next_sites_annex(realsite):
+    # An annex of 7 minutes: its pilot shuts down 5 minutes (spark.sh's CLEAN_UP_TIME) before the walltime.
+    workdir = with_profile(realsite, FAULTS, sites={"expanse": {"lifetime": "7m"}})
+    never = workdir / "never"  # the chunk runs until this file exists
+    run = subprocess.Popen([str(realsite.state / "as-user"), "snakemake", "--profile", str(workdir / "profile"),
+                            "run0-chunk0.txt", "--htcannex-idle-timeout", IDLE_TIMEOUT,
+                            "--config", f"wait_for={never}"], cwd=workdir,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        evicted = f'HtcannexRule == "chunk" && Iwd == "{workdir}" && NumJobStarts >= 1 && JobStatus == 1'
+        deadline = time.time() + 400
+        while not realsite.run("condor_q", "-constraint", evicted, "-af", "ClusterId").stdout.strip():
+            assert time.time() < deadline and run.poll() is None, "the chunk was never evicted"
+            time.sleep(5)
+        never.touch()  # the chunk may finish now, wherever it runs next
+        _, stderr = run.communicate(timeout=600)
+    finally:
+        run.kill()
+    assert run.returncode == 0, stderr[-4000:]
     assert "its annex htcannex-expanse is gone" in stderr and "Moved it to site delta" in stderr, stderr[-4000:]
     assert ran_on(realsite, workdir) == "htcannex-delta"
     realsite.wait_until_nothing_is_left()
@@ -113,19 +141,20 @@ def test_without_a_terminal_a_key_with_a_passphrase_is_said_and_an_open_control_
     realsite.run("sh", "-c", f"cp {home_key} {key} && ssh-keygen -q -p -P '' -N secret -f {home_key}")
     try:
         began = time.time()
-        refused = run_chunk(realsite, workdir, "--retries", "0")
+        refused = run_chunk(realsite, workdir)
         took = time.time() - began
         assert refused.returncode != 0
         assert "needs a passphrase, a password or a second factor" in refused.stderr, refused.stderr[-4000:]
         assert "htcondor annex login expanse" in refused.stderr
-        assert took < 300  # it never hangs on a prompt: the job waited its idle timeouts and failed
+        # It never hangs on a prompt: each of the profile's 3 attempts waited an idle timeout at each site.
+        assert took < 3 * 2 * 40 + 120
         # What the message says to do: a shared connection opened where the passphrase could be typed.
         askpass = workdir / "askpass"
         askpass.write_text("#!/bin/sh\necho secret\n")
         askpass.chmod(0o755)
+        workdir = with_profile(realsite, FAULTS)
         realsite.run("env", f"SSH_ASKPASS={askpass}", "SSH_ASKPASS_REQUIRE=force", "ssh", "-o", "ControlMaster=auto",
                      "-o", f"ControlPath={realsite.state}/ctl/master-%C", "-o", "ControlPersist=yes", "-fN", "localhost")
-        workdir = with_profile(realsite, FAULTS)
         result = run_chunk(realsite, workdir)
         assert result.returncode == 0, result.stderr[-4000:]
         assert ran_on(realsite, workdir) == "htcannex-expanse"

@@ -24,7 +24,7 @@ def snakemake(realsite, workdir, *args, timeout=900):
     return realsite.run("snakemake", "--profile", workdir / "profile", *args, cwd=workdir, timeout=timeout, check=False)
 
 
-def with_profile(realsite, source, **annex):
+def with_profile(realsite, source, sites=None, **annex):
     """A working directory with `source` and the harness's profile (annex settings overridden), at a site
     where nothing is left of earlier tests (an ssh connection htcannex did not open is not its to close)."""
     realsite.close_ssh_masters()
@@ -33,10 +33,12 @@ def with_profile(realsite, source, **annex):
     (workdir / "profile").mkdir()
     for name in ("config.yaml", "htcannex.yaml"):
         (workdir / "profile" / name).write_text((PROFILE / name).read_text())
-    if annex:
+    if annex or sites:
         path = workdir / "profile" / "htcannex.yaml"
         document = yaml.safe_load(path.read_text())
         document["annex"].update(annex)
+        for name, changes in (sites or {}).items():
+            document["sites"][name].update(changes)
         path.write_text(yaml.safe_dump(document))
     return realsite.own(workdir)
 
