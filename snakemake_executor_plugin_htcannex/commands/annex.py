@@ -1,4 +1,5 @@
-"""`htcannex annex plan | create`: which chunk goes where; create a site's annex by hand.
+"""`htcannex annex plan | create | list`: which chunk goes where; create a site's annex by hand; the annexes
+this directory requested and what of them is up now.
 
 `plan` prints only the plan (run x chunk -> site, skips and impossible jobs with their reasons,
 the plan as a budget) that `snakemake -n` ends with (through the htcannex logger plugin) and every
@@ -80,10 +81,54 @@ def create(args) -> int:
     return 0
 
 
+def list_annexes(args) -> int:
+    """Each annex request of this directory's ledger (when, what it cost, whether it has ended) beside the
+    annex's slots in the collector now: a real annex's node is a partitionable slot, each job on it a
+    dynamic one."""
+    import time
+    from datetime import datetime, timezone
+
+    import htcondor2
+
+    from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
+    from snakemake_executor_plugin_htcannex.schedd import connect
+
+    path = catalogue_path(args)
+    catalogue = load_catalogue(path)
+    connection = connect(args.schedd or catalogue.pool, Path(args.pool_dir) if args.pool_dir else None,
+                         create_pool=False)
+    nodes: dict[str, int] = {}
+    jobs: dict[str, int] = {}
+    for slot in connection.collector.query(htcondor2.AdTypes.Startd, constraint="AnnexName isnt undefined",
+                                           projection=["AnnexName", "SlotType", "State"]):
+        name = slot["AnnexName"]
+        dynamic = slot.get("SlotType") == "Dynamic"
+        nodes[name] = nodes.get(name, 0) + (not dynamic)
+        jobs[name] = jobs.get(name, 0) + (dynamic or (slot.get("State") == "Claimed"
+                                                      and slot.get("SlotType") != "Partitionable"))
+    requests = AnnexLedger(paths.annex_ledger()).requests()
+    now = time.time()
+    rows = [("ANNEX", "SITE", "REQUESTED (UTC)", "CORE-HOURS", "REQUEST", "NOW")]
+    for request in requests:
+        when = datetime.fromtimestamp(request.requested_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        state = "live" if request.live(now) else "ended" if request.ended_at is not None else "expired"
+        up = f"up: {nodes[request.name]} node(s), {jobs[request.name]} job(s)" if request.name in nodes else "not up"
+        rows.append((request.name, request.site, when, f"{request.core_hours:g}", state, up))
+    for name in sorted(set(nodes) - {request.name for request in requests}):
+        rows.append((name, "-", "-", "-", "not requested here", f"up: {nodes[name]} node(s), {jobs[name]} job(s)"))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    spent = sum(request.core_hours for request in requests)
+    print(f"{spent:g} of core_hour_budget {catalogue.annex.core_hour_budget:g} core-hours spent from this directory")
+    return 0
+
+
 def register(nouns) -> None:
     verbs = add_verbs(nouns, "annex", "rotation plan; create an annex by hand", (
         ("plan", plan, "print which site each run's chunks go to (nothing is submitted)"),
         ("create", create, "create one site's annex now, within the profile's guards"),
+        ("list", list_annexes, "the annexes this directory requested, and which are up now"),
     ))
     for verb in verbs.values():
         add_profile_options(verb, required=True)
@@ -91,4 +136,5 @@ def register(nouns) -> None:
     create_parser = verbs["create"]
     create_parser.add_argument("site", help="a site of htcannex.yaml")
     add_pool_location_options(create_parser)
+    add_pool_location_options(verbs["list"])
 
