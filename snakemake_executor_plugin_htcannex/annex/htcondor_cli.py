@@ -19,6 +19,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 
 import classad2
 import htcondor2
@@ -32,6 +33,8 @@ from snakemake_executor_plugin_htcannex.units import format_duration_s
 # ssh login, copying HTCondor's scripts, the pilot's set-up at the login host (download, unpack), sbatch.
 CREATE_TIMEOUT_S = 900
 SHUTDOWN_TIMEOUT_S = 120
+# How long the pilots may take to leave after `htcondor annex shutdown` (3 s on the realsite harness).
+SHUTDOWN_WAIT_S = 20
 # The knob through HTCondor's configuration, which takes _CONDOR_ overrides from the environment.
 OLD_CREATE = "_CONDOR_ANNEX_USE_OLD_CREATE"
 REQUEST_ATTRIBUTES = ["ClusterId", "ProcId", "GlobalJobID", "hpc_annex_JOB_ID"]
@@ -108,28 +111,36 @@ class HtcondorCliBackend:
         return True
 
     def withdraw(self, site: Site) -> str:
-        """Shut the annex down where it is up (`htcondor annex shutdown`), cancel its requests still queued
-        at the site (scancel), and remove HTCondor's records of them, so that nothing of it is left."""
+        """Shut the annex down where it is up (`htcondor annex shutdown`), cancel at the site (scancel) its batch
+        jobs still there (queued, or a pilot the shutdown did not reach), and remove HTCondor's records of its
+        requests, so that nothing of it is left."""
         name = site.annex_name
         requests = self._requests(name)
-        slots = self.collector.query(htcondor2.AdTypes.Startd, constraint=f"AnnexName == {classad2.quote(name)}",
-                                     projection=["hpc_annex_request_id"])
         said = []
-        if slots:
+        if self._slots(name):
             result = run_detached_output([htcondor_command(), "annex", "shutdown", name], SHUTDOWN_TIMEOUT_S)
-            said.append(f"shut down (`htcondor annex shutdown {name}`)" if result.returncode == 0 else
-                        f"`htcondor annex shutdown {name}` exited with {result.returncode}: {_tail(result.stdout, 4)}")
-        started = {slot.get("hpc_annex_request_id") for slot in slots}
-        queued = [str(ad["hpc_annex_JOB_ID"]) for ad in requests
-                  if ad.get("GlobalJobID") not in started and ad.get("hpc_annex_JOB_ID") is not None]
-        if queued:
-            said.append(self._cancel_queued(site, queued))
+            # It finds pilots by their master ads: one whose master has not advertised yet is not reached.
+            deadline = time.time() + SHUTDOWN_WAIT_S
+            while self._slots(name) and time.time() < deadline:
+                time.sleep(1)
+            if not self._slots(name):
+                said.append(f"shut down (`htcondor annex shutdown {name}`)")
+            elif result.returncode != 0:
+                said.append(f"`htcondor annex shutdown {name}` exited with {result.returncode}: {_tail(result.stdout, 4)}")
+        batch_jobs = [str(ad["hpc_annex_JOB_ID"]) for ad in requests if ad.get("hpc_annex_JOB_ID") is not None]
+        # Never up (still queued at the site), or up and not reached by the shutdown: cancelled there.
+        if batch_jobs and (not said or self._slots(name)):
+            said.append(self._cancel_at_site(site, batch_jobs))
         if requests:
             self.schedd.act(htcondor2.JobAction.Remove, [f"{ad['ClusterId']}.{ad['ProcId']}" for ad in requests],
                             reason=f"htcannex: annex {name} is over")
         return "; ".join(said) or f"annex {name} had nothing up or queued"
 
-    def _cancel_queued(self, site: Site, batch_jobs: list[str]) -> str:
+    def _slots(self, name: str) -> list:
+        return self.collector.query(htcondor2.AdTypes.Startd, constraint=f"AnnexName == {classad2.quote(name)}",
+                                    projection=["Name"])
+
+    def _cancel_at_site(self, site: Site, batch_jobs: list[str]) -> str:
         login = self._login(site)
         system = SYSTEM_TABLE[site.system.casefold()]
         by_hand = f"cancel batch job(s) {' '.join(batch_jobs)} at {system.pretty_name} yourself"
@@ -148,7 +159,7 @@ class HtcondorCliBackend:
             self._remember_if_opened(login, opened_before)
         if result.returncode != 0:
             return f"scancel {' '.join(live)} at {login.target} failed ({_tail(result.stdout, 2)}): {by_hand}"
-        return f"cancelled batch job(s) {' '.join(live)} queued at {system.pretty_name}"
+        return f"cancelled batch job(s) {' '.join(live)} at {system.pretty_name}"
 
     def _remember_if_opened(self, login: Login, opened_before: bool) -> None:
         """An ssh to the login host with ControlMaster auto leaves a shared connection behind for 5 minutes
