@@ -48,13 +48,13 @@ def commands(args) -> dict[tuple[str, str, int], list[str]]:
     template that is no submit description whatever the site (what depends on the site, placement
     judges)."""
     workflow_package()
-    from chunked_training.experiment import MLDAG_VARS, load, read, study
+    from chunked_training.experiment import CHUNKED, MLDAG_VARS, load, read, study
     from chunked_training.variables import VarsError
 
     try:
         source, config = read({"experiment": args.experiment})
         experiment = load(source, config)
-        twins = study(source, config) is not None
+        twins = study(source, config)
     except VarsError as error:
         raise TemplateError(str(error)) from None
     if twins:
@@ -70,7 +70,10 @@ def commands(args) -> dict[tuple[str, str, int], list[str]]:
     template.undefined_macros(text, {**experiment.chunk_vars(first, 1), **dict.fromkeys(MLDAG_VARS)}, source)
     jobs = {(TRAINING_RULE, run.uuid, chunk): experiment.chunk_vars(run, chunk)
             for run in experiment.runs.values() for chunk in range(1, experiment.chunking.chunks + 1)}
-    if twins:
+    if twins and twins.twin == CHUNKED:
+        jobs |= {(BASELINE_RULE, run.uuid, chunk): experiment.baseline_vars(run, chunk)
+                 for run in experiment.runs.values() for chunk in range(1, experiment.chunking.chunks + 1)}
+    elif twins:
         jobs |= {(BASELINE_RULE, run.uuid, experiment.chunking.chunks): experiment.baseline_vars(run)
                  for run in experiment.runs.values()}
     argvs = {}
@@ -107,7 +110,10 @@ def plan(args) -> int:
     known_everywhere(args)
     catalogue, planned = placed(args)
     cells = {(job.rule, job.run, job.chunk): job for job in planned}
-    for rule, heading in ((TRAINING_RULE, "chunk"), (BASELINE_RULE, "twin: every epoch in one job, pinned")):
+    twin_jobs = [key for key in argvs if key[0] == BASELINE_RULE]
+    chunked_twins = len(twin_jobs) > len({run for _, run, _ in twin_jobs})  # study.twin: chunked
+    twin_heading = "twin: the run's chunks, every one pinned" if chunked_twins else "twin: every epoch in one job, pinned"
+    for rule, heading in ((TRAINING_RULE, "chunk"), (BASELINE_RULE, twin_heading)):
         rows = [(key, argv) for key, argv in argvs.items() if key[0] == rule and key in cells]
         if rule == TRAINING_RULE or rows:
             print(("" if rule == TRAINING_RULE else f"\n{heading}\n") + f"{'run':<10}{'chunk':>6}  {'site':<12}command")
@@ -124,6 +130,9 @@ def plan(args) -> int:
     if impossible:
         print(f"\n{len(impossible)} of {len(cells)} jobs cannot run (marked {IMPOSSIBLE_MARK}, reasons above)",
               file=sys.stderr)
+        if not chunked_twins and any(job.rule == BASELINE_RULE for job in impossible):
+            print("a twin longer than the pinned annex's lifetime can train in the "
+                  "run's chunks, every one on the pinned site: `twin: chunked` under study:", file=sys.stderr)
     return 1 if impossible else 0
 
 

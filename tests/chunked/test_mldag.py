@@ -270,3 +270,10 @@ def test_a_twin_longer_than_the_pinned_sites_lifetime_is_impossible_for_the_life
     assert [row.split()[1:3] for row in twins] == [["7", "!"]] * 4
     assert ("  - rule train_baseline cannot run at site expanse: its runtime 35m is longer than the annex lifetime at "
             "expanse (30m)") in result.stdout
+    assert "`twin: chunked` under study:" in result.stderr
+    # A twin in the run's chunks, every one on the pinned site, fits the lifetime.
+    edited(tmp_path, lambda e: e["study"].update(twin="chunked"))
+    result = plan(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    twins = result.stdout.split("twin: the run's chunks, every one pinned")[1].split("\n\n")[0].splitlines()[2:]
+    assert sorted(row.split()[1:3] for row in twins) == sorted([[str(chunk), "expanse"] for chunk in range(1, 8)] * 4)

@@ -159,6 +159,28 @@ def test_a_study_gives_each_run_an_unbroken_pinned_twin_compared_on_the_users_me
 
 
 @pytest.mark.slow
+def test_a_twin_in_chunks_trains_the_runs_chunks_every_one_on_the_pinned_site(tmp_path, embedded_pool):
+    workdir = experiment_copy("study_experiment", tmp_path)
+    experiment = workdir / "Experiment.yaml"
+    experiment.write_text(experiment.read_text().replace("  margin: 0.01\n", "  margin: 0.01\n  twin: chunked\n"))
+    result = experiment_run(workdir, embedded_pool)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    runs = runs_table(workdir, "study")
+    annex_of = annexes_by_job(workdir)
+    twins: dict[str, dict[int, str]] = {}
+    for ad in embedded_pool.schedd().history('HtcannexRule == "train_baseline"',
+                                             ["ClusterId", "ProcId", "HtcannexWildcards"]):
+        wildcards = json.loads(ad["HtcannexWildcards"])
+        twins.setdefault(wildcards["run"], {})[int(wildcards["chunk"])] = annex_of[f"{ad['ClusterId']}.{ad['ProcId']}"]
+    assert twins == {run_uuid: {1: "htcannex-expanse", 2: "htcannex-expanse"} for run_uuid in runs}
+    for row in runs.values():  # each twin: epochs 1-4 once, in 2 jobs, resumed under its own run_uuid, at expanse
+        expected = [f"epoch {e} seed {row['random_seed']} alpha {row['alpha']} site expanse" for e in range(1, 5)]
+        assert expected in [path.joinpath("history").read_text().splitlines() for path in (workdir / "output").iterdir()]
+    study = table(workdir / "results" / "study" / "compare" / "equivalence.tsv")
+    assert {row["verdict"] for row in study} == {"identical (every delta 0)"}
+
+
+@pytest.mark.slow
 def test_a_study_that_finds_the_twins_not_equivalent_fails_the_run_naming_the_check(tmp_path, embedded_pool):
     # A resume bug: a resumed chunk restarts its schedule, so the loss is alpha over the epochs of this job.
     workdir = experiment_copy("study_experiment", tmp_path)

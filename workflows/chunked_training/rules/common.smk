@@ -7,7 +7,7 @@ import sys
 # The workflow's package lives in its scripts/ (Snakemake ships script directories with jobs).
 sys.path.insert(0, os.path.join(workflow.current_basedir.get_path_or_uri(secret_free=True), "..", "scripts"))
 
-from chunked_training.experiment import format_command, load, read, study
+from chunked_training.experiment import CHUNKED, format_command, load, read, study
 
 # The including Snakefile's directory (HERE) as seen from the working directory: {workflow_dir}
 # in commands and files (chunked_training's own, or protein_lm's when it includes these rules).
@@ -35,6 +35,9 @@ TEMPLATE = EXPERIMENT_CONFIG.get("submit_template")
 JOB_PYTHON = {"python": '"${HTCANNEX_PYTHON:-%s}"' % sys.executable}
 # An MLDAG experiment's runs get twins where it names the study they are for (study:).
 STUDY = study(EXPERIMENT_SOURCE, EXPERIMENT_CONFIG) if TEMPLATE else None
+# A twin in chunks (study.twin: chunked) trains the run's chunks, each resuming the last, every one
+# on the pinned site; else the twin is one job over every epoch (chunk CHUNKS).
+TWIN_CHUNKED = bool(STUDY) and STUDY.twin == CHUNKED
 VARIANTS = ("distributed", "baseline") if config["baseline"] == "unbroken" and (not TEMPLATE or STUDY) else ("distributed",)
 CHECKPOINT_SUFFIX = ".vars.json" if TEMPLATE else TRAINING["checkpoint_suffix"]
 SIDECARS = [] if TEMPLATE else TRAINING["sidecars"]

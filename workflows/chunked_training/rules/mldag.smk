@@ -27,9 +27,9 @@ EXPERIMENT_RESOURCES = _experiment_resources() if TEMPLATE else {}
 
 
 def chunk_template(run, chunk, variant="distributed"):
-    """The template of one chunk of a run, or of its twin's one job (EXPERIMENT.baseline_vars)."""
+    """The template of one chunk of a run, or of its twin's job (EXPERIMENT.baseline_vars)."""
     file = os.path.abspath(EXPERIMENT_SOURCE) if config.get("experiment") else None
-    chunk_vars = (EXPERIMENT.baseline_vars(RUNS[run]) if variant == "baseline"
+    chunk_vars = (EXPERIMENT.baseline_vars(RUNS[run], int(chunk) if TWIN_CHUNKED else None) if variant == "baseline"
                   else EXPERIMENT.chunk_vars(RUNS[run], int(chunk)))
     return submit_template.ChunkTemplate(TEMPLATE, chunk_vars, EXPERIMENT_RESOURCES, file)
 

@@ -34,23 +34,30 @@ rule train_chunk:
         "({params.command}) > {log} 2>&1"
 
 
+def no_previous_checkpoint(wildcards):
+    return {}
+
+
 rule train_baseline:
     """The twin of a run: the same epochs in one job over all of them, on one site (the profile
     pins this rule), so a resume bug shows as a difference between the twins. An MLDAG
-    experiment's twin is its template with the twin's VARS (EXPERIMENT.baseline_vars)."""
+    experiment's twin is its template with the twin's VARS (EXPERIMENT.baseline_vars); with
+    study.twin: chunked, the run's chunks, each resuming the last, every one on the pinned site."""
     input:
+        unpack(previous_checkpoint if TWIN_CHUNKED else no_previous_checkpoint),
         files=[] if TEMPLATE else workflow_files(TRAINING["files"]),
     output:
         **checkpoint_files(CHECKPOINT),
     wildcard_constraints:
         variant="baseline",
-        chunk=str(CHUNKS),
+        chunk=r"\d+" if TWIN_CHUNKED else str(CHUNKS),
     params:
-        command=lambda w, input, output, threads: training_command(w, input, output, threads, 1, CHUNKS),
+        command=lambda w, input, output, threads: training_command(
+            w, input, output, threads, int(w.chunk) if TWIN_CHUNKED else 1, int(w.chunk)),
     threads: TRAINING["threads"]
     resources:
         **{k: v for k, v in TRAINING["resources"].items() if k != "runtime" and not TEMPLATE},
-        runtime=runtime_of(CHUNKS),
+        runtime=runtime_of(1 if TWIN_CHUNKED else CHUNKS),
         htcannex_submit=htcannex_submit,
         **({submit_template.RESOURCE: template_resource} if TEMPLATE else {}),
     log:

@@ -62,11 +62,14 @@ class Experiment:
             values["continue_from_checkpoint"] = "true"
         return values | run.vars
 
-    def baseline_vars(self, run: Run) -> dict:
+    def baseline_vars(self, run: Run, chunk: int | None = None) -> dict:
         """The VARS of a run's twin: every epoch in one job (as a one-chunk experiment: epoch =
-        epochs_per_job = epochs), the run's seed and vars, and a run_uuid of its own (uuid5 of the
+        epochs_per_job = epochs), or with `chunk` (a twin in chunks, study.twin: chunked) that
+        chunk's VARS of the run; the run's seed and vars, and a run_uuid of its own (uuid5 of the
         run's), so that files a template names by $(run_uuid) never meet the run's."""
         twin = uuid.uuid5(RUN_NAMESPACE, f"baseline twin of {run.uuid}").hex[:8]
+        if chunk is not None:
+            return self.chunk_vars(run, chunk) | {"run_uuid": twin}
         return ({"epoch": self.chunking.epochs, "run_uuid": twin, "random_seed": run.seed, "run_number": RUN_NUMBER}
                 | run.vars | {"epochs_per_job": self.chunking.epochs})
 
@@ -125,7 +128,8 @@ class Study:
     and each twin leave, `$(run_uuid)` in it the run's or the twin's, judged paired against
     `margin` (chunked_training.equivalence: TOST at `alpha`, seeds needed for `power`); `bitwise`:
     the training is deterministic and its sites the same hardware, so a run and its twin must
-    leave the same metric to the bit."""
+    leave the same metric to the bit; `twin`: UNBROKEN (one job) or CHUNKED (the run's chunks,
+    every one on the pinned site: for a run longer than the pinned site's annex lifetime)."""
 
     metric: str
     file: str
@@ -133,6 +137,10 @@ class Study:
     alpha: float = 0.05
     power: float = 0.8
     bitwise: bool = False
+    twin: str = "unbroken"
+
+
+UNBROKEN, CHUNKED = "unbroken", "chunked"  # study.twin
 
 
 # Which runs repeat each other (a study's seed group): runs whose vars differ only in these.
@@ -147,7 +155,7 @@ def study(source: str, config: Mapping) -> "Study | None":
     if spec is None:
         return None
     required = {"metric": str, "file": str, "margin": (int, float)}
-    optional = {"alpha": float, "power": float, "bitwise": bool}
+    optional = {"alpha": float, "power": float, "bitwise": bool, "twin": str}
     if not isinstance(spec, Mapping) or not set(required) <= set(spec):
         raise VarsError(f"{source}: study: give metric (the number to compare), file (the JSON each run leaves, "
                         f"with $(run_uuid)) and margin (the largest difference that counts as equivalent), e.g. "
@@ -163,6 +171,9 @@ def study(source: str, config: Mapping) -> "Study | None":
     if "$(run_uuid)" not in spec["file"] or spec["margin"] <= 0:
         raise VarsError(f"{source}: study.file must name $(run_uuid) (a run and its twin leave their own) and "
                         "study.margin must be above 0")
+    if spec.get("twin", UNBROKEN) not in (UNBROKEN, CHUNKED):
+        raise VarsError(f"{source}: study.twin is {UNBROKEN} (one job over every epoch, pinned) or {CHUNKED} (the "
+                        "run's chunks, every one on the pinned site: for a run longer than its annex lifetime)")
     if not all(0 < spec.get(key, 0.5) < 1 for key in ("alpha", "power")):
         raise VarsError(f"{source}: study.alpha (each one-sided test's) and study.power (for the seeds needed) are "
                         "between 0 and 1, e.g. alpha: 0.05, power: 0.8")
