@@ -150,6 +150,7 @@ class _HtcannexDriver:
         from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
         from snakemake_executor_plugin_htcannex.executor import Executor
         from snakemake_executor_plugin_htcannex.status_check import StatusCheck
+        from snakemake_executor_plugin_htcannex.submit.description import SubmitOptions
         from snakemake_executor_plugin_htcannex.waiting import HeldAndIdle
         from snakemake_executor_plugin_htcannex.track.liveness import SILENT_CHECKS, ScheddWatch
         from snakemake_executor_plugin_htcannex.runtime import Runtime
@@ -170,7 +171,8 @@ class _HtcannexDriver:
         self.executor._watch = ScheddWatch(schedd, SILENT_CHECKS * 1.0, True, self.executor.logger)
         self.executor._runtime = Runtime(
             config=catalogue, connection=Connection(schedd, collector=None),
-            tracker=EventLogTracker(log), annexes=annexes, hold_policy=HoldPolicy(), submit_options=None,
+            tracker=EventLogTracker(log), annexes=annexes, hold_policy=HoldPolicy(),
+            submit_options=SubmitOptions(workdir=log.parent, log_path=log),
             idle_timeout_s=3600, direct_commands=False, job_python="python",
         )
         self.executor._held_and_idle = HeldAndIdle(self.executor._runtime, self.executor.logger, "fail",
