@@ -15,7 +15,7 @@ import math
 import htcondor2
 from htcondor2 import JobStatus
 
-__all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start", "DIRECT_ATTACH_START",
+__all__ = ["JobStatus", "HoldCode", "OutOfResources", "status_word", "annex_start", "DIRECT_ATTACH_START", "HEARD_FROM_LATELY",
            "param_seconds",
            "PARAM_DEFAULTS_S", "CHECKPOINT_EXIT_CODE", "WANT_FT_ON_CHECKPOINT", "SLOT_REQUIREMENTS", "within_resource_limits",
            "STARTER_CAPABILITIES", "CONTAINER_RUNTIME", "IMAGE_KINDS", "image_kind", "MEMORY_USAGE",
@@ -84,6 +84,13 @@ def annex_start(owner: str) -> str:
 # the collector as each slot's START: a string, "Directly attached to schedd NAME", so that no negotiator matches the
 # slot; the real START goes to that schedd with the slot (src/condor_startd.V6/Resource.cpp, get_update_ads).
 DIRECT_ATTACH_START = "Directly attached to schedd "
+
+
+# A pilot's startd sends its slot ads every 5 s (spark.sh: UPDATE_INTERVAL = 5). One killed outright (its batch job's
+# walltime, scancel) leaves them in the collector until they expire (CLASSAD_LIFETIME, 15 minutes by default): an
+# annex slot not heard from for a minute belongs to a pilot that is gone. A constraint on a slot ad (the collector
+# stamps LastHeardFrom; a slot without it, or of no annex, is kept).
+HEARD_FROM_LATELY = "(AnnexName is undefined || LastHeardFrom is undefined || LastHeardFrom >= time() - 60)"
 
 
 # What a startd advertises as a slot's Requirements, which the negotiator matches a job against: its START,

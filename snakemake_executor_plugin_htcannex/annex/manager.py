@@ -27,12 +27,15 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 import htcondor2
+from htcondor_codes import HEARD_FROM_LATELY
 
 from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger, GuardRefusal, LedgerEntry, check_guards
 from snakemake_executor_plugin_htcannex.sites.catalogue import AnnexGuards
 from snakemake_executor_plugin_htcannex.sites.site import Site
 
 MODES = ("off", "ask", "auto")
+# The slots that make an annex up: those of a live pilot (not the lingering ads of one killed outright).
+UP_ANNEX_SLOTS = f"AnnexName isnt undefined && {HEARD_FROM_LATELY}"
 # A failed create (ssh refused, the batch system said no) is tried again after this long, not at every
 # status poll: each try is an ssh login at the site.
 CREATE_RETRY_S = 300.0
@@ -104,8 +107,7 @@ class AnnexManager:
         returned, so a new_poll() in between cannot hand back None."""
         up, requests = self._up, self._requests
         if up is None:
-            slots = self.collector.query(htcondor2.AdTypes.Startd, constraint="AnnexName isnt undefined",
-                                         projection=["AnnexName"])
+            slots = self.collector.query(htcondor2.AdTypes.Startd, constraint=UP_ANNEX_SLOTS, projection=["AnnexName"])
             up = self._up = {slot["AnnexName"] for slot in slots}
             self._seen_up |= up
         if requests is None:

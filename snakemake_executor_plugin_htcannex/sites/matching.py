@@ -23,7 +23,7 @@ from typing import Optional
 
 import classad2
 import htcondor2
-from htcondor_codes import DIRECT_ATTACH_START, SLOT_REQUIREMENTS, STARTER_CAPABILITIES, annex_start, within_resource_limits
+from htcondor_codes import DIRECT_ATTACH_START, HEARD_FROM_LATELY, SLOT_REQUIREMENTS, STARTER_CAPABILITIES, annex_start, within_resource_limits
 
 from snakemake_executor_plugin_htcannex.sites.site import Site, SiteKind
 
@@ -228,8 +228,8 @@ def live_slots(collector, annex: Optional[str]) -> list[classad2.ClassAd]:
     could ever find it: a partitionable slot advertises what is left now (Cpus 0 when it is busy) and
     its whole as TotalSlot*, and a job that fits the whole only waits for it (HTCondor 25.14 annex
     and pool slots are partitionable); a real annex's slot advertises no START (DIRECT_ATTACH_START)
-    and is judged by its annex's."""
-    constraint = f"AnnexName == {classad2.quote(annex)}" if annex else "true"
+    and is judged by its annex's. The slots of a pilot that is gone but whose ads linger are left out."""
+    constraint = (f"AnnexName == {classad2.quote(annex)} && " if annex else "") + HEARD_FROM_LATELY
     return [_whole(slot) for slot in collector.query(htcondor2.AdTypes.Startd, constraint=constraint, projection=[])]
 
 
