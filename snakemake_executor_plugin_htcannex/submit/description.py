@@ -102,6 +102,10 @@ class SubmitOptions:
     # module): the job's initialdir, so that every transferred path is below it and keeps its
     # place relative to the others in the sandbox; the job then starts in workdir's place there.
     transfer_root: Path | None = None
+    # How a job without Snakemake gets its output directories (output_directories.py): an empty tree sent with
+    # its input (the embedded pool), or `mkdir -p` in the job (a real pool, where every item of the input
+    # transfer makes a 5-s guidance retry likelier and a process costs the job a millisecond).
+    output_directories_by_tree: bool = True
 
     def __post_init__(self):
         # Resolved once per run, not per job (symbolic links followed: the paths jobs are judged by).
@@ -287,7 +291,7 @@ def _files(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict:
     made = output_directories.made_by(inputs + sources)
     directories = ([directory for directory in output_directories.of(outputs) if directory not in made]
                    if spec.needs_output_directories else [])
-    if directories and output_directories.listable(options.workdir):
+    if directories and output_directories.sent_as_tree(options.output_directories_by_tree, options.workdir):
         transfer_in.append(output_directories.transferred_tree(options.workdir, directories))
     if transfer_in:
         commands["transfer_input_files"] = ", ".join(map(literal, transfer_in))

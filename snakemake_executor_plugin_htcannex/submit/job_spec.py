@@ -145,7 +145,7 @@ def _creating_logs(command: str, logs: list) -> str:
 def _moving_names(files: dict, command: JobCommand, options: SubmitOptions) -> tuple[str, str]:
     """(shell run at the top of the sandbox before the command, after it succeeded) that moves the files
     whose names a transfer list cannot hold from and to their stand-ins (transfer_names.py), and makes
-    the output directories of a job without Snakemake where their tree cannot travel (output_directories.py).
+    the output directories of a job without Snakemake where their tree does not travel (output_directories.py).
     Nearly every job has none: only names that may need one are looked at."""
     every_name = needs_stand_in(options.sandbox_workdir or "")  # it is in every sandbox path
 
@@ -156,11 +156,11 @@ def _moving_names(files: dict, command: JobCommand, options: SubmitOptions) -> t
     sources = options.workflow_sources if command.runs_snakemake else ()
     before, after = transfer_names.in_job_steps(sandbox_paths([*files["inputs"], *sources]),
                                                 sandbox_paths(files["outputs"]), options.workdir, options.initial_dir)
-    if not command.runs_snakemake and not output_directories.listable(options.workdir):
+    if not command.runs_snakemake and not output_directories.sent_as_tree(options.output_directories_by_tree,
+                                                                         options.workdir):
         outputs = [path for name in files["outputs"]
                    if (path := transfer_names.in_sandbox(name, options.workdir, options.initial_dir)) is not None]
-        before = " && ".join(filter(None, (before, output_directories.in_job(options.workdir,
-                                                                               output_directories.of(outputs)))))
+        before = " && ".join(filter(None, (before, output_directories.in_job(output_directories.of(outputs)))))
     return before, after
 
 

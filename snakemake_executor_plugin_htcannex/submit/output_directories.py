@@ -4,15 +4,19 @@ A job's own Snakemake makes its outputs' directories before the rule's code runs
 Snakemake (direct_command.py) ran `mkdir -p` for them instead: a process per job (1.3-1.6 ms of
 CPU and ~1 ms of a chain link's latency, docs/benchmarks.md), as a sandbox starts empty.
 
-- With file transfer, HTCondor makes them: an empty tree of those directories, kept in
+- With file transfer to the embedded pool, HTCondor makes them: an empty tree of those directories, kept in
   `.htcannex/output-dirs/<digest>/` (one per set of directories: a rule's jobs share one), is listed
   in `transfer_input_files` by its absolute path with a trailing slash. HTCondor transfers the
   tree's contents, each directory with its Mkdir command, at its base name under the sandbox
   (`preserve_relative_paths` keeps relative paths only; src/condor_utils/file_transfer.cpp
   ExpandFileTransferList, DoUpload's TransferCommand::Mkdir, DoDownload's mkdir). So
   `results/run1/` arrives as `results/run1/`, merged with directories the inputs bring.
-- A workdir whose path a transfer list cannot hold (a comma; transfer_names.py) cannot list the tree:
-  the job's shell makes the directories (`in_job`).
+- On a real pool, and where a workdir's path a transfer list cannot hold (a comma; transfer_names.py),
+  the job's shell makes the directories (`in_job`). A real 25.x shadow reads its input transfer's status
+  one message per item and per pass of its event loop; a starter that asks whether to start the job
+  before the shadow has read them all is told to ask again in 5 s (condor_shadow pseudo_ops.cpp
+  pseudo_request_guidance, RetryRequest), which a tree's items made likely (a sweep of 60 1-s jobs on
+  one slot: 203 s). Without a tree a job with no input sends none, which never gets the retry.
 - On a shared filesystem the job runs in the workdir, and the directories are made there before
   the submit, as Snakemake's local executor makes them in its own process (Job.prepare).
 """
@@ -47,9 +51,15 @@ def listable(workdir: Path) -> bool:
     return not needs_stand_in(str(paths.output_directories_dir(workdir)))
 
 
-def in_job(workdir: Path, directories: list[str]) -> str:
-    """Shell that makes `directories` in the job's sandbox where their tree cannot be listed; else ""."""
-    if not directories or listable(workdir):
+def sent_as_tree(by_tree: bool, workdir: Path) -> bool:
+    """Whether a job's output directories come as a tree (transferred_tree) rather than from `mkdir -p` in the
+    job (in_job): where trees are wanted (`by_tree`: SubmitOptions.output_directories_by_tree) and can be listed."""
+    return by_tree and listable(workdir)
+
+
+def in_job(directories: list[str]) -> str:
+    """Shell that makes `directories` in the job's sandbox, where their tree is not sent; "" for none."""
+    if not directories:
         return ""
     return "mkdir -p -- " + " ".join(map(shlex.quote, directories))
 
