@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from htcondor_codes import HEARD_FROM_LATELY
+
 HERE = Path(__file__).resolve().parent
 REPOSITORY = HERE.parents[1]
 PROFILE = HERE / "profile"
@@ -55,7 +57,9 @@ class Realsite:
         return listed.stdout.split("\n")[:-1]
 
     def annex_slots(self) -> list[str]:
-        shown = self.run("condor_status", "-constraint", "AnnexName isnt undefined", "-af", "Name", "AnnexName")
+        """The slots of live pilots (not the lingering ads of one killed outright: htcondor_codes.HEARD_FROM_LATELY)."""
+        shown = self.run("condor_status", "-constraint", f"AnnexName isnt undefined && {HEARD_FROM_LATELY}",
+                         "-af", "Name", "AnnexName")
         return shown.stdout.split("\n")[:-1]
 
     def ssh_masters(self) -> list[Path]:
