@@ -315,8 +315,9 @@ class HeldAndIdle:
             snakemake_job.attempt, tried, job_ad, job.placement_request())
         if not site:
             return self._fail_waiting(job_info, why, waited_s)
-        status = runtime.annexes.ensure(site)
+        # Retargeted first: `htcondor annex create` refuses an annex no queued job is for (HPC_ANNEX_REQUIRE_JOB).
         recovery.retarget(runtime.connection.schedd, job_info.external_jobid, site)
+        status = runtime.annexes.ensure(site)
         tried.add(site.name)
         self._logger.warning(f"HTCondor job {job_info.external_jobid} waited over {waited_s:g} s: "
                              f"{why} Moved it to site {site.name} (annex {site.annex_name}); it keeps its "

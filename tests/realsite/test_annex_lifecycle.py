@@ -118,9 +118,9 @@ def test_the_end_of_an_annex_s_lifetime_mid_chunk_evicts_it_and_it_moves_to_the_
     workdir = with_profile(realsite, FAULTS, sites={"expanse": {"lifetime": "7m"}})
     never = workdir / "never"  # the chunk runs until this file exists
     run = subprocess.Popen([str(realsite.state / "as-user"), "snakemake", "--profile", str(workdir / "profile"),
-                            "run0-chunk0.txt", "--htcannex-idle-timeout", IDLE_TIMEOUT,
-                            "--config", f"wait_for={never}"], cwd=workdir,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            "run0-chunk0.txt", "--htcannex-idle-timeout", IDLE_TIMEOUT, "--config", f"wait_for={never}",
+                            "--set-resources", "chunk:runtime=5"],  # minutes: the site admits it in 7
+                           cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         evicted = f'HtcannexRule == "chunk" && Iwd == "{workdir}" && NumJobStarts >= 1 && JobStatus == 1'
         deadline = time.time() + 400
