@@ -7,8 +7,8 @@ epochs (300 variants of 6 sites, lr 0.01: val loss 0.85-0.94 of the mean predict
 120-variant set nothing is learnt in 4 epochs and the deltas are noise. On one machine the twin
 check catches every bug run by run (the skipped epoch through provenance: an epoch missing from
 the history); the study (val loss, the config's margin) must catch those that change what the
-model learns. It cannot catch the data-order reset: an epoch that repeats
-epoch 1's order is another random order, as good on average, so its deltas straddle 0.
+model learns. It cannot catch the data-order reset: epochs that replay earlier epochs' orders
+still see every variant once, and another order moves the metrics by less than the margins.
 """
 from pathlib import Path
 
