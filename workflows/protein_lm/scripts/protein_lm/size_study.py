@@ -9,12 +9,13 @@ per row. Each seed's sweep is kept in the work directory, so a longer list of se
 fine-tunes the new ones.
 
     cd workflows/protein_lm/scripts
-    python -m protein_lm.size_study --seeds 1 2 3 4 5 --workdir /tmp/sizes [--hidden-fraction 0.5]
+    python -m protein_lm.size_study --seeds 1 2 3 4 5 --workdir /tmp/sizes [--hidden-fraction 0.5] [--n-experimental 2000 --sizes 1000]
 """
 
 import argparse
+import hashlib
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import yaml
@@ -35,18 +36,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
     parser.add_argument("--replicates", type=int, default=3)
     parser.add_argument("--hidden-fraction", type=float, help="data.hidden_fraction (the pretraining data does not depend on it)")
+    parser.add_argument("--n-experimental", type=int, help="data.n_experimental (half of it for training: sizes up to that; the pretraining data stay the config's)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     config = yaml.safe_load(args.config.read_text())
-    data = config["data"] | ({} if args.hidden_fraction is None else {"hidden_fraction": args.hidden_fraction})
+    changed = {"hidden_fraction": args.hidden_fraction, "n_experimental": args.n_experimental}
+    data = config["data"] | {key: value for key, value in changed.items() if value is not None}
     args.workdir.mkdir(parents=True, exist_ok=True)
-    simulated, experimental = args.workdir / "simulated.npz", args.workdir / f"experimental-{data['hidden_fraction']}.npz"
-    if not experimental.exists():
-        generate(DataConfig(**data), simulated, experimental, args.workdir / "metadata.json")
+    # Pretraining always uses the config's simulated data (the overrides change only the
+    # experimental set: the same landscape, other variants); files are named by what they depend on.
+    simulated, experimental = args.workdir / "simulated.npz", args.workdir / f"experimental-{digest(data)}.npz"
+    if not simulated.exists():
+        generate(DataConfig(**config["data"]), simulated, args.workdir / f"experimental-{digest(config['data'])}.npz",
+                 args.workdir / "metadata.json")
+    if not experimental.exists():  # its simulated file is written and not used
+        generate(DataConfig(**data), args.workdir / f"simulated-{digest(data)}.npz", experimental, args.workdir / f"metadata-{digest(data)}.json")
     tune = replace(FinetuneConfig.from_dict(config["finetune"]), train_sizes=tuple(args.sizes), replicates=args.replicates, baselines=True)
     results = []
     for seed in args.seeds:
-        sweep = args.workdir / f"sweep-{data['hidden_fraction']}-{seed}.json"
+        sweep = args.workdir / f"sweep-{digest([data, asdict(tune)])}-{seed}.json"
         if not sweep.exists():
             pretrained = pretrain(config, seed, simulated, args.workdir, args.threads)
             sweep.write_text(json.dumps(finetune(pretrained, experimental, tune, args.threads)))
@@ -55,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     for row in finetune_size_rows(results):
         print(json.dumps(row))
     return 0
+
+
+def digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
 
 
 if __name__ == "__main__":
