@@ -9,7 +9,7 @@ final check failed (a resume bug, or the equivalence study beyond its margin), t
 with the failed checks, each naming its run or seed group, and exits non-zero.
 
 `PROTEIN_LM_INJECT_RESUME_BUG=<bug> make demo` runs the demo as a negative control: the workflow
-with `--config inject_resume_bug=<bug>` (docs/protein_lm.md, "Negative controls").
+with `--config inject_resume_bug=<bug>` (docs/protein_lm.md, "The study").
 
 The profile hands checkpoints through the embedded pool's OSDF origin (docs/protein_lm.md).
 """

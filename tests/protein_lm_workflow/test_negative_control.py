@@ -1,5 +1,5 @@
 """The negative controls: each single resume bug injected at the hop is caught (docs/protein_lm.md,
-"Negative controls").
+"The study").
 
 Three seeds, each trained unbroken (the pinned twin: one job, 4 epochs) and in two chunks of 2
 epochs whose second chunk resumes with the bug. The data is the tiny set made learnable in 4

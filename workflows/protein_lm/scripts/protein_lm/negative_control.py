@@ -1,5 +1,5 @@
 """The equivalence study's negative controls at any config size, run by hand (docs/protein_lm.md,
-"Negative controls").
+"The study").
 
 For each seed: the clean chunked run (`pretrain.chunks` x `epochs_per_job`, every hop resumed
 correctly; on one machine bitwise equal to the unbroken twin, tested), then, for each injected

@@ -30,7 +30,7 @@ from .job_environment import current_host, provenance
 
 log = logging.getLogger(__name__)
 
-# The equivalence study's negative controls (docs/protein_lm.md, "Negative controls"): each is
+# The equivalence study's negative controls (docs/protein_lm.md, "The study"): each is
 # one realistic resume bug, injected only by a test or by hand, that fires where a chunk resumes
 # from checkpoint k-1 (a hop), never where it restarts from its own self-checkpoint. The chunk's
 # segment records it.
