@@ -147,7 +147,7 @@ def connect(config: str, directory: Path) -> Pool:
         collector = htcondor2.Collector()
         masters = collector.query(htcondor2.AdTypes.Master, projection=["MyAddress"])
         slots = collector.query(htcondor2.AdTypes.Startd, "SlotType =!= \"Dynamic\"",
-                                ["Name", "AnnexName", "Cpus", "Memory"])
+                                ["Name", "AnnexName", "Cpus", "Memory", "TotalSlotCpus", "TotalSlotMemory"])
         # Held jobs cost nothing while they wait; idle and running ones would share the pool's CPU.
         queued = htcondor2.Schedd().query("JobStatus == 1 || JobStatus == 2", projection=["ClusterId"])
     except htcondor2.HTCondorException as error:
@@ -189,8 +189,8 @@ def _catalogue(slots) -> tuple[dict, int]:
     names = names[:len(names) - (len(names) + 1) % 2]  # an odd number of sites: see the module's doc
     sites = {}
     for name in names:
-        shape = {"cpus": max(slot["Cpus"] for slot in by_site[name]),
-                 "memory": f"{max(slot['Memory'] for slot in by_site[name])}MB"}
+        shape = {"cpus": max(_size(slot, "Cpus") for slot in by_site[name]),
+                 "memory": f"{max(_size(slot, 'Memory') for slot in by_site[name])}MB"}
         sites[name] = ({"kind": "pool", **shape} if name == PLAIN_SITE else
                        {"kind": "annex", "facts": "catalogue", "gpus": 0, "max_lifetime": "24h", "lifetime": "24h",
                         **shape})
@@ -202,5 +202,11 @@ def _catalogue(slots) -> tuple[dict, int]:
         "annex": {"mode": "off"},
         "sites": sites,
     }
-    return catalogue, sum(slot["Cpus"] for name in names for slot in by_site[name])
+    return catalogue, sum(_size(slot, "Cpus") for name in names for slot in by_site[name])
+
+
+def _size(slot, resource: str) -> int:
+    """A slot's whole `resource`: a partitionable slot advertises as Cpus and Memory only what its dynamic
+    slots leave (0 while a claim, one kept idle after its job among them, holds all of it)."""
+    return slot.get(f"TotalSlot{resource}", slot[resource])
 
