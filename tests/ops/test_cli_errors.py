@@ -20,6 +20,8 @@ CASES = [
     (["annex", "plan", "--profile", "no-such-profile"], "no such Snakemake profile"),
     (["annex", "create", "nosuch", "--profile", LOCAL], "no such site"),
     (["annex", "create", "expanse", "--profile", NAIRR], "CONDOR_CONFIG"),
+    (["annex", "list", "--profile", "no-such-profile"], "no such Snakemake profile"),
+    (["annex", "list", "--profile", LOCAL], "no embedded pool has run"),
     (["experiment", "plan", "missing.yaml", "--profile", LOCAL], "missing.yaml"),
     (["experiment", "run", "missing.yaml", "--profile", LOCAL], "missing.yaml"),
     (["pool", "start", "--spool", "/proc/nope"], "--spool"),
