@@ -78,7 +78,8 @@ def test_a_slurm_walltime_that_ends_mid_chunk_kills_it_and_its_retry_gets_the_ne
     # Slurm ends the batch job at its time limit by signalling every process of it: the pilot, and the job the
     # pilot runs. Whichever goes first decides what HTCondor logs: the job terminated by SIGTERM or its shell's
     # 143 (a failure, retried by Snakemake on the next site), or the job evicted (idle, moved to the next site),
-    # all three seen.
+    # all three seen. The pilot's own
+    # end, before the walltime, evicts (test_the_end_of_an_annex_s_lifetime_...).
     workdir = with_profile(realsite, FAULTS)
     never = workdir / "never"  # the chunk runs until this file exists
     run = subprocess.Popen([str(realsite.state / "as-user"), "snakemake", "--profile", str(workdir / "profile"),
@@ -110,6 +111,30 @@ def test_a_slurm_walltime_that_ends_mid_chunk_kills_it_and_its_retry_gets_the_ne
     evicted = "its annex htcannex-expanse is gone" in stderr and "Moved it to site delta" in stderr
     assert killed or evicted, stderr[-4000:]
     assert "requested annex htcannex-delta" in stderr
+    assert ran_on(realsite, workdir) == "htcannex-delta"
+    realsite.wait_until_nothing_is_left()
+
+
+def test_the_end_of_an_annex_s_lifetime_mid_chunk_evicts_it_and_it_moves_to_the_next_sites_annex(realsite):
+    # An annex of 7 minutes: its pilot shuts down 5 minutes (spark.sh's CLEAN_UP_TIME) before the walltime.
+    workdir = with_profile(realsite, FAULTS, sites={"expanse": {"lifetime": "7m"}})
+    never = workdir / "never"  # the chunk runs until this file exists
+    run = subprocess.Popen([str(realsite.state / "as-user"), "snakemake", "--profile", str(workdir / "profile"),
+                            "run0-chunk0.txt", "--htcannex-idle-timeout", IDLE_TIMEOUT, "--config", f"wait_for={never}",
+                            "--set-resources", "chunk:runtime=5"],  # minutes: the site admits it in 7
+                           cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        evicted = f'HtcannexRule == "chunk" && Iwd == "{workdir}" && NumJobStarts >= 1 && JobStatus == 1'
+        deadline = time.time() + 400
+        while not realsite.run("condor_q", "-constraint", evicted, "-af", "ClusterId").stdout.strip():
+            assert time.time() < deadline and run.poll() is None, "the chunk was never evicted"
+            time.sleep(5)
+        never.touch()  # the chunk may finish now, wherever it runs next
+        _, stderr = run.communicate(timeout=600)
+    finally:
+        run.kill()
+    assert run.returncode == 0, stderr[-4000:]
+    assert "its annex htcannex-expanse is gone" in stderr and "Moved it to site delta" in stderr, stderr[-4000:]
     assert ran_on(realsite, workdir) == "htcannex-delta"
     realsite.wait_until_nothing_is_left()
 
