@@ -48,10 +48,13 @@ chmod 700 "$P/usertokens.d"
 
 # ---- the submitter's Python: htcannex of this checkout, runnable by the user ----
 PY=${REALSITE_PYTHON:-$P/venv/bin/python}
-if ! as_user "$PY" -c "import snakemake_executor_plugin_htcannex, htcondor_cli" 2>/dev/null; then
-    [ -n "${REALSITE_PYTHON:-}" ] && die "REALSITE_PYTHON=$PY cannot import htcannex as $RUN_AS"
-    echo "realsite: making $P/venv (htcannex of $REPO with its train extra; minutes, once)"
-    /usr/bin/python3 -m venv "$P/venv"
+# A venv made for another checkout (moved or deleted since) is installed again from this one (-P: the
+# working directory, which may be a checkout, is not on the path of this check).
+IMPORTED=$(as_user "$PY" -P -c "import htcondor_cli, snakemake_executor_plugin_htcannex as h; print(h.__file__)" 2>/dev/null || true)
+if [ "$(dirname "$IMPORTED" 2>/dev/null)" != "$REPO/snakemake_executor_plugin_htcannex" ]; then
+    [ -n "${REALSITE_PYTHON:-}" ] && die "REALSITE_PYTHON=$PY cannot import the htcannex of $REPO as $RUN_AS"
+    echo "realsite: making $P/venv (htcannex of $REPO with its train extra; minutes, once per checkout)"
+    [ -x "$P/venv/bin/pip" ] || /usr/bin/python3 -m venv "$P/venv"
     "$P/venv/bin/pip" install -q -e "$REPO[train,test]"
     chmod -R a+rX "$P/venv"
 fi

@@ -90,7 +90,8 @@ def test_a_slurm_walltime_that_ends_mid_chunk_kills_it_and_its_retry_gets_the_ne
         deadline = time.time() + 300
         while not realsite.run("condor_q", "-constraint", 'HtcannexRule == "chunk" && JobStatus == 2',
                                "-af", "ClusterId").stdout.strip():
-            assert time.time() < deadline and run.poll() is None, "the chunk never ran"
+            assert run.poll() is None, f"snakemake ended before the chunk ran:\n{run.communicate()[1][-3000:]}"
+            assert time.time() < deadline, "the chunk never ran"
             time.sleep(2)
         [expanse_job] = [line.split()[0] for line in realsite.slurm_jobs() if " shared " in line]
         # The batch job's walltime is cut below what it has run: Slurm ends it (and the pilot in it) at its
