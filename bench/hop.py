@@ -288,24 +288,25 @@ class RealPool:
         (DAGMan gives its nodes its own) and keep_claim_idle (DAGMan sets it, DAGMAN_HOLD_CLAIM_TIME)."""
         from snakemake_executor_plugin_htcannex.sites.catalogue import load_catalogue
         from snakemake_executor_plugin_htcannex.sites.placement import decided_at
-        from snakemake_executor_plugin_htcannex.submit import output_directories
         from snakemake_executor_plugin_htcannex.submit.description import JobSpec, SubmitOptions, build_submit
+        from snakemake_executor_plugin_htcannex.submit.job_spec import JobCommand, sandbox_steps
         from snakemake_executor_plugin_htcannex.submit.request import job_request
 
         catalogue_path = workdir / "htcannex.yaml"
         catalogue_path.write_text(yaml.safe_dump(_catalogue("default", self.annexes, False)))
         sites = load_catalogue(catalogue_path).sites
-        options = SubmitOptions(workdir, workdir / "unused.log", output_directories_by_tree=False)  # as on a real pool
+        options = SubmitOptions(workdir, workdir / "unused.log", few_transfer_items=True)  # as on a real pool
         options.logs_dir.mkdir(parents=True, mode=0o777)
         options.logs_dir.chmod(0o777)
         lines = []
         for number, job in enumerate(jobs):
             command = (GATHER.format(input=" ".join(job["inputs"]), output=job["output"]) if job["output"] == "gathered.txt"
                        else STAMP.format(output=job["output"], seconds=f"{self.args.hop_seconds:g}"))
-            # The job's shell makes its output directories, as htcannex's does on a real pool (job_spec.py).
-            command = " && ".join(filter(None, (output_directories.in_job(output_directories.of([job["output"]])),
-                                                command)))
-            spec = JobSpec(RULE, number, ["/bin/sh", "-c", command], inputs=job["inputs"], outputs=[job["output"]],
+            # What the job's shell does before the command, and what it transfers, as htcannex's on a real pool.
+            before, _, flat_input = sandbox_steps({"inputs": job["inputs"], "outputs": [job["output"]]},
+                                                  JobCommand("/bin/sh", command, runs_snakemake=False), options)
+            spec = JobSpec(RULE, number, ["/bin/sh", "-c", " && ".join(filter(None, (before, command)))],
+                           inputs=job["inputs"], outputs=[job["output"]], flat_input=flat_input,
                            resources={"mem_mb": MEMORY_MB, "disk_mb": DISK_MB}, ships_workflow_sources=False,
                            needs_output_directories=True)
             site = None if job["annex"] is None else sites[self.annexes[job["annex"]].removeprefix(ANNEX_NAME_PREFIX)]

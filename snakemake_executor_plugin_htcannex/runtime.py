@@ -97,7 +97,7 @@ class Runtime:
             environment=environment,
             workflow_sources=sources,
             transfer_root=None if settings.shared_fs else transfer_root(Path.cwd(), [*sources, *_local_inputs(workflow)]),
-            output_directories_by_tree=connection.embedded,
+            few_transfer_items=not connection.embedded,
         )
         submit_options.logs_dir.mkdir(parents=True, exist_ok=True)
         return cls(

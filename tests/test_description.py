@@ -612,6 +612,6 @@ def test_a_job_without_snakemake_gets_a_tree_only_for_the_output_directories_its
 def test_for_a_real_pool_a_job_without_snakemake_is_sent_no_output_directory_tree(tmp_path):
     """On a real pool the job's shell makes them: a job with no input then transfers nothing, which a 25.x shadow
     never answers with a 5-s retry."""
-    options = SubmitOptions(workdir=tmp_path, log_path=tmp_path / "jobs.log", output_directories_by_tree=False)
+    options = SubmitOptions(workdir=tmp_path, log_path=tmp_path / "jobs.log", few_transfer_items=True)
     submit = submit_for(options, outputs=["steps/0/0.txt"], needs_output_directories=True, ships_workflow_sources=False)
     assert "transfer_input_files" not in submit

@@ -43,7 +43,7 @@ from snakemake_executor_plugin_htcannex import paths
 
 from snakemake_executor_plugin_htcannex.sites.placement import Decision
 from snakemake_executor_plugin_htcannex.sites.site import ResourceRequest, Site, SiteKind
-from snakemake_executor_plugin_htcannex.submit import output_directories, template, transfer_names
+from snakemake_executor_plugin_htcannex.submit import output_directories, template, transfer_items, transfer_names
 from snakemake_executor_plugin_htcannex.submit_language import (CONTAINER_IMAGE, ENV_NAME, SubmitValueError, ValueChecker,
                                                                 extra_command, literal, needs_stand_in)
 
@@ -79,6 +79,9 @@ class JobSpec:
     # True: the job's command does not make its outputs' directories (no Snakemake in the job); they
     # are made for it (output_directories.py).
     needs_output_directories: bool = False
+    # The one input (relative to the job's initial directory) that travels at the top of the sandbox, for the
+    # job's shell to move to its path (transfer_items.py); None: every input keeps its path.
+    flat_input: str | None = None
     # The rule's container (Snakemake's `container:` under --software-deployment-method apptainer), which
     # HTCondor's container universe runs the job in instead of the profile's image (direct_command.py).
     container_image: str | None = None
@@ -102,10 +105,11 @@ class SubmitOptions:
     # module): the job's initialdir, so that every transferred path is below it and keeps its
     # place relative to the others in the sandbox; the job then starts in workdir's place there.
     transfer_root: Path | None = None
-    # How a job without Snakemake gets its output directories (output_directories.py): an empty tree sent with
-    # its input (the embedded pool), or `mkdir -p` in the job (a real pool, where every item of the input
-    # transfer makes a 5-s guidance retry likelier and a process costs the job a millisecond).
-    output_directories_by_tree: bool = True
+    # True on a real pool, where each item of a job's input transfer makes a 5-s wait before the job starts
+    # likelier (transfer_items.py): the job's shell makes the output directories of a job without Snakemake
+    # (output_directories.py) and moves a lone input file to its directory. False on the embedded pool, where
+    # items cost nothing and a process in the job costs it a millisecond: the directories come as a tree.
+    few_transfer_items: bool = False
 
     def __post_init__(self):
         # Resolved once per run, not per job (symbolic links followed: the paths jobs are judged by).
@@ -287,11 +291,12 @@ def _files(spec: JobSpec, options: SubmitOptions, check: ValueChecker) -> dict:
         "preserve_relative_paths": "true",
     }
     # Paths here; the submit language's text for each is literal(path).
-    transfer_in = [_listed_input(spec, path, options) for path in dict.fromkeys(inputs + sources)]
+    transfer_in = [transfer_items.listed(path, options.initial_dir) if path == spec.flat_input
+                   else _listed_input(spec, path, options) for path in dict.fromkeys(inputs + sources)]
     made = output_directories.made_by(inputs + sources)
     directories = ([directory for directory in output_directories.of(outputs) if directory not in made]
                    if spec.needs_output_directories else [])
-    if directories and output_directories.sent_as_tree(options.output_directories_by_tree, options.workdir):
+    if directories and output_directories.sent_as_tree(options.few_transfer_items, options.workdir):
         transfer_in.append(output_directories.transferred_tree(options.workdir, directories))
     if transfer_in:
         commands["transfer_input_files"] = ", ".join(map(literal, transfer_in))

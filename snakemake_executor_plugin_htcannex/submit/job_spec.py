@@ -17,7 +17,7 @@ from snakemake.io import is_flagged
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
 from snakemake_executor_plugin_htcannex.paths import CHECKPOINT_EXIT_MARKER, CHECKPOINT_EXIT_MARKER_VARIABLE
-from snakemake_executor_plugin_htcannex.submit import osdf_transfer, output_directories, transfer_names
+from snakemake_executor_plugin_htcannex.submit import osdf_transfer, output_directories, transfer_items, transfer_names
 from snakemake_executor_plugin_htcannex.submit.description import JobSpec, SubmitOptions
 from snakemake_executor_plugin_htcannex.submit.request import with_room_for_snakemake
 from snakemake_executor_plugin_htcannex.submit_language import needs_stand_in
@@ -55,7 +55,7 @@ def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOpti
         files = dict(inputs=[*transfers.inputs, *command.files], outputs=transfers.outputs,
                      output_remaps=transfers.output_remaps, environment=transfers.environment)
     resources = dict(job.resources.items())
-    before, after = ("", "") if options.shared_fs else _moving_names(files, command, options)
+    before, after, flat_input = ("", "", None) if options.shared_fs else sandbox_steps(files, command, options)
     command_and_logs = _creating_logs(command.command, _logs(job))
     if command.after:
         command_and_logs = f"{command_and_logs} && {command.after}"
@@ -77,6 +77,7 @@ def job_spec(job: JobExecutorInterface, command: JobCommand, options: SubmitOpti
         logs=tuple(str(log) for log in _logs(job)),
         prepared_script=command.prepared_script,
         container_image=command.container_image,
+        flat_input=flat_input,
         **files,
     )
 
@@ -142,26 +143,36 @@ def _creating_logs(command: str, logs: list) -> str:
             f'{{ mkdir -p "$(dirname "$log")" && : > "$log"; }}; done')
 
 
-def _moving_names(files: dict, command: JobCommand, options: SubmitOptions) -> tuple[str, str]:
-    """(shell run at the top of the sandbox before the command, after it succeeded) that moves the files
-    whose names a transfer list cannot hold from and to their stand-ins (transfer_names.py), and makes
-    the output directories of a job without Snakemake where their tree does not travel (output_directories.py).
-    Nearly every job has none: only names that may need one are looked at."""
+def sandbox_steps(files: dict, command: JobCommand, options: SubmitOptions) -> tuple[str, str, str | None]:
+    """For a job of `files` (inputs, outputs: workdir-relative) running `command`: (shell run at the top of the sandbox before the command, after it succeeded, the input sent flat) that
+    moves the files whose names a transfer list cannot hold from and to their stand-ins (transfer_names.py),
+    makes the output directories of a job without Snakemake where their tree does not travel
+    (output_directories.py), and moves a lone input sent at the top of the sandbox to its path
+    (transfer_items.py). Nearly every job has none: only names that may need one are looked at."""
     every_name = needs_stand_in(options.sandbox_workdir or "")  # it is in every sandbox path
 
-    def sandbox_paths(names) -> list[str]:
-        return [path for name in names if every_name or needs_stand_in(str(name))
+    def in_sandbox(names) -> list[str]:
+        return [path for name in names
                 if (path := transfer_names.in_sandbox(name, options.workdir, options.initial_dir)) is not None]
 
+    def awkward(names) -> list[str]:
+        return in_sandbox(name for name in names if every_name or needs_stand_in(str(name)))
+
     sources = options.workflow_sources if command.runs_snakemake else ()
-    before, after = transfer_names.in_job_steps(sandbox_paths([*files["inputs"], *sources]),
-                                                sandbox_paths(files["outputs"]), options.workdir, options.initial_dir)
-    if not command.runs_snakemake and not output_directories.sent_as_tree(options.output_directories_by_tree,
-                                                                         options.workdir):
-        outputs = [path for name in files["outputs"]
-                   if (path := transfer_names.in_sandbox(name, options.workdir, options.initial_dir)) is not None]
-        before = " && ".join(filter(None, (before, output_directories.in_job(output_directories.of(outputs)))))
-    return before, after
+    before, after = transfer_names.in_job_steps(awkward([*files["inputs"], *sources]), awkward(files["outputs"]),
+                                                options.workdir, options.initial_dir)
+    directories = []
+    if not command.runs_snakemake and not output_directories.sent_as_tree(options.few_transfer_items, options.workdir):
+        directories = output_directories.of(in_sandbox(files["outputs"]))
+    flat = None
+    if options.few_transfer_items:
+        entries = list(dict.fromkeys(in_sandbox([*files["inputs"], *sources])))
+        flat = transfer_items.sent_flat(entries, in_sandbox(files["outputs"]), options.initial_dir)
+    if flat is not None:
+        directories = sorted({*directories, transfer_items.directory_of(flat)})
+    before = " && ".join(filter(None, (before, output_directories.in_job(directories),
+                                       flat and transfer_items.into_place(flat))))
+    return before, after, flat
 
 
 def _at_sandbox_top(command: str, options: SubmitOptions) -> str:

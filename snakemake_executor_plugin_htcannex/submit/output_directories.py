@@ -12,11 +12,9 @@ CPU and ~1 ms of a chain link's latency, docs/benchmarks.md), as a sandbox start
   ExpandFileTransferList, DoUpload's TransferCommand::Mkdir, DoDownload's mkdir). So
   `results/run1/` arrives as `results/run1/`, merged with directories the inputs bring.
 - On a real pool, and where a workdir's path a transfer list cannot hold (a comma; transfer_names.py),
-  the job's shell makes the directories (`in_job`). A real 25.x shadow reads its input transfer's status
-  one message per item and per pass of its event loop; a starter that asks whether to start the job
-  before the shadow has read them all is told to ask again in 5 s (condor_shadow pseudo_ops.cpp
-  pseudo_request_guidance, RetryRequest), which a tree's items made likely (a sweep of 60 1-s jobs on
-  one slot: 203 s). Without a tree a job with no input sends none, which never gets the retry.
+  the job's shell makes the directories (`in_job`): on a real 25.x pool each item of the input transfer
+  makes a 5-s wait before the job starts likelier (transfer_items.py); a sweep of 60 1-s jobs on one
+  slot took 203 s with the trees, 89 s without. A job with no input then sends nothing.
 - On a shared filesystem the job runs in the workdir, and the directories are made there before
   the submit, as Snakemake's local executor makes them in its own process (Job.prepare).
 """
@@ -38,10 +36,7 @@ def of(outputs: Iterable[str]) -> list[str]:
 def made_by(inputs: Iterable[str]) -> set[str]:
     """The directories that transferring `inputs` (as listed in transfer_input_files) makes in the sandbox:
     with preserve_relative_paths every directory of a relative path comes as a Mkdir of its own. A job's
-    output directories among them need no tree: each item transferred is one more status message that the
-    shadow reads, one per pass of its event loop, and a starter that asks whether to start the job before
-    the shadow has read them all is told to ask again in 5 s (condor_shadow pseudo_ops.cpp
-    pseudo_request_guidance, RetryRequest)."""
+    output directories among them need no tree (each item more costs, transfer_items.py)."""
     return {str(parent) for path in inputs if "://" not in path and not PurePosixPath(path).is_absolute()
             for parent in PurePosixPath(path).parents} - {"."}
 
@@ -51,10 +46,10 @@ def listable(workdir: Path) -> bool:
     return not needs_stand_in(str(paths.output_directories_dir(workdir)))
 
 
-def sent_as_tree(by_tree: bool, workdir: Path) -> bool:
+def sent_as_tree(few_transfer_items: bool, workdir: Path) -> bool:
     """Whether a job's output directories come as a tree (transferred_tree) rather than from `mkdir -p` in the
-    job (in_job): where trees are wanted (`by_tree`: SubmitOptions.output_directories_by_tree) and can be listed."""
-    return by_tree and listable(workdir)
+    job (in_job): where transfer items cost nothing (not SubmitOptions.few_transfer_items) and trees can be listed."""
+    return not few_transfer_items and listable(workdir)
 
 
 def in_job(directories: list[str]) -> str:

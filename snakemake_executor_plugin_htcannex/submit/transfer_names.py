@@ -105,6 +105,14 @@ def output_remaps(outputs: Iterable[str]) -> tuple[list[str], dict[str, str]]:
     return list(dict.fromkeys(listed)), remaps
 
 
+def move_into_place(arrived: str, path: str) -> str:
+    """Shell, run at the top of the sandbox, that moves input `arrived` to `path` where it is there, else
+    succeeds: a self-checkpointing job restarts in the same sandbox (HTCondor runs its command again
+    there), its inputs already moved."""
+    source = shlex.quote(arrived)
+    return f"{{ [ ! -e {source} ] || mv -f -- {source} {shlex.quote(path)}; }}"
+
+
 def in_job_steps(inputs: Sequence[str], outputs: Sequence[str], workdir, initial_dir) -> tuple[str, str]:
     """(shell run at the top of the sandbox before the command, and after it succeeded): moving inputs
     from their stand-ins to their names, and outputs into theirs (names relative to the sandbox, as
@@ -115,8 +123,7 @@ def in_job_steps(inputs: Sequence[str], outputs: Sequence[str], workdir, initial
             parent = str(PurePosixPath(name).parent)
             if parent != ".":
                 before.append(f"mkdir -p -- {shlex.quote(parent)}")
-            stand_in = input_stand_in(name, workdir, initial_dir)
-            before.append(f"mv -f -- {shlex.quote(stand_in)} {shlex.quote(name)}")
+            before.append(move_into_place(input_stand_in(name, workdir, initial_dir), name))
     after = []
     for name in outputs:
         if needs_stand_in(name):
