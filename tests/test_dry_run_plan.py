@@ -2,7 +2,8 @@
 
 Snakemake's dry run never loads the executor; the profile's `logger: [htcannex]`
 prints the plan the executor would follow, and nothing is submitted. A real run
-prints the plan once (the executor's), not twice.
+prints the plan once (the executor's), not twice, and its console and log file say what a run
+without the plugin says.
 """
 import os
 import shutil
@@ -134,6 +135,10 @@ def test_a_real_run_prints_the_plan_once(tmp_path, embedded_pool):
     assert (workdir / "results/run0/chunk0.txt").read_text() == "run 0 chunk 0\n"
     output = result.stdout + result.stderr
     assert plan_tables(output) == {"train_chunk": {"0": expected_sites("train_chunk", "0", [0])}}
+    # The profile's logger plugin, idle in a real run, takes nothing from Snakemake's console and log file.
+    assert "steps (100%) done" in output
+    log_file = next((workdir / ".snakemake" / "log").glob("*.snakemake.log")).read_text()
+    assert PLAN_HEADING in log_file and "steps (100%) done" in log_file
 
 
 def test_dry_run_of_a_rotated_rule_without_its_chunk_wildcard_says_which(tmp_path, spool):
