@@ -8,6 +8,11 @@ description on the main thread (a bad value still fails at once, naming the rule
 hands the description here; what the schedd answers comes back through the callbacks,
 from this thread: the job id, or the error, which fails that job (as a refused
 `condor_submit` fails only that submit).
+
+What is queued when the thread takes a job goes with it, never waited for: the jobs that can
+share a cluster as one submit (submit/shared_cluster.py), one schedd transaction for all of them.
+A shared submit the schedd refuses queues nothing; its jobs are then submitted one by one, so
+that only a job the schedd refuses fails, with the schedd's own message.
 """
 import logging
 import queue
@@ -16,6 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 import htcondor2
+
+from snakemake_executor_plugin_htcannex.submit import shared_cluster
 
 Submitted = Callable[[Any], None]  # gets what schedd.submit returned
 Refused = Callable[[Exception], None]  # gets what it raised
@@ -43,14 +50,38 @@ class Submitter:
             self._thread.join()
 
     def _submit_forever(self):
-        while (item := self._queue.get()) is not _STOP:
-            description, on_submitted, on_refused = item
+        stopped = False
+        while not stopped:
+            taken = [self._queue.get()]
+            while taken[-1] is not _STOP and not self._queue.empty():
+                taken.append(self._queue.get())
+            if stopped := taken[-1] is _STOP:
+                taken.pop()
+            for group in shared_cluster.groups([description for description, _, _ in taken]):
+                self._submit([taken[index] for index in group])
+
+    def _submit(self, jobs: list):
+        if len(jobs) > 1:
             try:
-                try:
-                    result = self._schedd.submit(description)
-                except Exception as error:  # the schedd refused it, or could not be reached
-                    on_refused(error)
-                else:
-                    on_submitted(result)
-            except Exception:  # a callback's own failure must not stop the submits queued after it
-                log.exception("handling a submit's answer failed")
+                template, items = shared_cluster.shared([description for description, _, _ in jobs])
+                result = self._schedd.submit(template, itemdata=iter(items))
+            except Exception as error:  # nothing was queued: find the job the schedd refuses
+                log.info("a shared submit of %d jobs was refused (%s); submitting them one by one", len(jobs), error)
+            else:
+                for proc, (_, on_submitted, _) in enumerate(jobs, start=result.first_proc()):
+                    _answer(on_submitted, shared_cluster.ProcOfCluster(result.cluster(), proc))
+                return
+        for description, on_submitted, on_refused in jobs:
+            try:
+                result = self._schedd.submit(description)
+            except Exception as error:  # the schedd refused it, or could not be reached
+                _answer(on_refused, error)
+            else:
+                _answer(on_submitted, result)
+
+
+def _answer(callback, result) -> None:
+    try:
+        callback(result)
+    except Exception:  # a callback's own failure must not stop the submits queued after it
+        log.exception("handling a submit's answer failed")

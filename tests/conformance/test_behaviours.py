@@ -16,6 +16,7 @@ import htcondor2
 import pytest
 
 from htcondor_codes import schedd_memory_usage_mb, schedd_rounded
+from snakemake_executor_plugin_htcannex.submit import shared_cluster
 from snakemake_executor_plugin_htcannex.submit.description import quote_new_syntax
 from snakemake_executor_plugin_htcannex.track.holds import Hold, HoldKind
 from snakemake_executor_plugin_htcannex.submit.transfer_names import remap_entry
@@ -635,6 +636,25 @@ def test_dollar_values_written_as_literals_reach_the_job_unchanged(backend):
     terminated = wait_for_event(backend, directory, job, JobEventType.JOB_TERMINATED)
     assert terminated["ReturnValue"] == 0
     assert (directory / "out").read_text().splitlines() == values
+
+
+def test_dollar_values_written_as_literals_reach_each_proc_of_a_shared_submit_unchanged(backend):
+    # A shared submit (submit/shared_cluster.py) carries what differs as item variables, expanded at submit.
+    values = ["$$(Memory)", "$(DOLLAR)", "$(Cluster)", "$ENV(HOME)", "a$b", "$$$(x)", "$$", "it's \"q\""]
+    directory = backend.submit_dir()
+    executable = script(directory, "job.sh", 'for value in "$@"; do echo "$value"; done\n')
+    descriptions = [htcondor2.Submit({
+        "executable": executable, "initialdir": str(directory), "log": str(directory / "job.log"),
+        "output": f"out{proc}", "error": "err", "should_transfer_files": "YES", "when_to_transfer_output": "ON_EXIT",
+        "request_memory": "64MB", "request_disk": "10MB", "environment": '"PATH=/usr/local/bin:/usr/bin:/bin"',
+        "arguments": quote_new_syntax([literal(value) for value in [str(proc), *values]])}) for proc in range(2)]
+    assert shared_cluster.groups(descriptions) == [[0, 1]]
+    template, items = shared_cluster.shared(descriptions)
+    result = backend.schedd.submit(template, itemdata=iter(items))
+    for proc in range(2):
+        terminated = wait_for_event(backend, directory, f"{result.cluster()}.{proc}", JobEventType.JOB_TERMINATED)
+        assert terminated["ReturnValue"] == 0
+        assert (directory / f"out{proc}").read_text().splitlines() == [str(proc), *values]
 
 
 def test_a_match_time_macro_the_slot_cannot_expand_holds_the_job(backend):
