@@ -72,7 +72,7 @@ class Executor(RemoteExecutor):
         super().__init__(workflow, logger)
 
     def __post_init__(self):
-        runtime = Runtime.open(self.workflow.executor_settings, self.workflow)
+        runtime = Runtime.open(self.workflow.executor_settings, self.workflow, self.logger)
         self._watch = ScheddWatch(runtime.connection.schedd,
                                   silence_s(self.next_seconds_between_status_checks, runtime.connection.embedded),
                                   runtime.connection.embedded, self.logger)

@@ -3,6 +3,7 @@ catalogue, the connection to the pool, the event-log tracker, the annex manager,
 and the options every submit shares. A mistake in any of them is a WorkflowError naming it.
 """
 import dataclasses
+import functools
 import os
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from snakemake_executor_plugin_htcannex import paths, secrets
 from snakemake_executor_plugin_htcannex import schedd as schedd_seam
 from snakemake_executor_plugin_htcannex.annex.backends import backend_for
 from snakemake_executor_plugin_htcannex.annex.ledger import AnnexLedger
-from snakemake_executor_plugin_htcannex.annex.manager import AnnexManager
+from snakemake_executor_plugin_htcannex.annex.manager import AnnexManager, AnnexState, AnnexStatus
 from snakemake_executor_plugin_htcannex.sites.catalogue import Catalogue, HtcannexConfigError, load_catalogue
 from snakemake_executor_plugin_htcannex.submit.description import SubmitOptions, transfer_root
 from snakemake_executor_plugin_htcannex.track.event_log import EventLogTracker, HoldPolicy
@@ -42,7 +43,8 @@ class Runtime:
     unlisted_sources: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
-    def open(cls, settings, workflow) -> "Runtime":
+    def open(cls, settings, workflow, logger) -> "Runtime":
+        """The run's settings, connection and helpers; `logger`: Snakemake's, which tells the user."""
         if settings.config is None:
             raise WorkflowError(
                 "htcannex needs its profile file: set --htcannex-config PATH, or "
@@ -65,7 +67,7 @@ class Runtime:
             guards = dataclasses.replace(guards, max_annexes=settings.max_annexes)
         annexes = AnnexManager(
             connection.collector, backend_for(connection, config_path), AnnexLedger(paths.annex_ledger(Path.cwd())),
-            guards, mode=settings.annex_mode or config.annex.mode,
+            guards, mode=settings.annex_mode or config.annex.mode, tell_outcome=functools.partial(_tell_annex_outcome, logger),
         )
         try:
             idle_timeout_s = (
@@ -105,6 +107,12 @@ class Runtime:
             HoldPolicy(settings.hold_policy, settings.hold_releases), submit_options, idle_timeout_s,
             not settings.snakemake_in_every_job, job_python, withheld, unlisted,
         )
+
+
+def _tell_annex_outcome(logger, status: AnnexStatus) -> None:
+    """What came of a create made on its own thread (annex/manager.py), in Snakemake's log: a failure is
+    for the user to act on."""
+    (logger.warning if status.state is AnnexState.NEEDS_USER else logger.info)(status.message)
 
 
 def _local_inputs(workflow) -> list[str]:

@@ -263,3 +263,84 @@ def test_an_annex_whose_slots_are_no_longer_heard_from_is_not_up_and_is_requeste
     annexes.new_poll()
     assert not annexes.is_up(site)
     assert annexes.ensure(site).message == f"requested annex {site.annex_name}"  # it was up, and is gone
+
+
+class SlowBackend(RecordingBackend):
+    """`htcondor annex create` takes seconds to minutes (an ssh login, a batch submit at the site): a site's
+    create here waits until the test lets it finish, or fails."""
+
+    def __init__(self):
+        super().__init__()
+        self.started = {}
+        self.finish = {}
+        self.failing = set()
+        self.withdrawn = []
+
+    def create(self, site):
+        self.started.setdefault(site.annex_name, threading.Event()).set()
+        self.finish.setdefault(site.annex_name, threading.Event()).wait(10)
+        if site.annex_name in self.failing:
+            raise RuntimeError("ssh: Permission denied (publickey)")
+        return super().create(site)
+
+    def withdraw(self, site):
+        self.withdrawn.append(site.annex_name)
+        return "shut down"
+
+    def close_logins(self):
+        pass  # it opened none
+
+
+@pytest.fixture
+def run_manager(tmp_path):
+    """A manager as a run builds it: creates on threads of their own, which tell what came of them."""
+    told = []
+    annexes = AnnexManager(SlotsCollector(), SlowBackend(), AnnexLedger(tmp_path / "annex-requests.json"),
+                           AnnexGuards(core_hour_budget=5000, max_annexes=2), mode="auto", clock=time.time,
+                           tell_outcome=told.append)
+    annexes.told = told
+    return annexes
+
+
+def test_in_a_run_a_slow_create_holds_back_neither_the_caller_nor_another_site_s_create(run_manager):
+    expanse, delta = make_site(), make_site("delta", system="delta", queue="gpuA100x4")
+    backend = run_manager.backend
+    first = run_manager.ensure(expanse)  # returns while the create runs
+    assert first.state is AnnexState.REQUESTED and first.message == "requesting annex htcannex-expanse"
+    assert backend.started["htcannex-expanse"].wait(10)
+    assert run_manager.ensure(delta).state is AnnexState.REQUESTED  # decided while expanse's create runs
+    assert backend.started.setdefault("htcannex-delta", threading.Event()).wait(10)  # both at once
+    again = run_manager.ensure(expanse)
+    assert again.message == "annex htcannex-expanse is being requested, waiting for it"
+    for event in backend.finish.values():
+        event.set()
+    said = run_manager.release()  # waits for the creates, then ends both annexes
+    assert sorted(backend.created) == ["htcannex-delta", "htcannex-expanse"]  # each once
+    assert sorted(status.message for status in run_manager.told) == ["requested annex htcannex-delta",
+                                                                      "requested annex htcannex-expanse"]
+    assert sorted(backend.withdrawn) == ["htcannex-delta", "htcannex-expanse"] and len(said) == 2
+    assert {entry.name for entry in run_manager.ledger.requests()} == {"htcannex-delta", "htcannex-expanse"}
+
+
+def test_in_a_run_a_create_in_flight_counts_against_the_guards(run_manager):
+    run_manager.guards = AnnexGuards(core_hour_budget=5000, max_annexes=1)
+    run_manager.ensure(make_site())
+    refused = run_manager.ensure(make_site("delta", system="delta", queue="gpuA100x4"))
+    assert refused.state is AnnexState.NEEDS_USER and "max_annexes=1" in refused.message
+    run_manager.backend.finish.setdefault("htcannex-expanse", threading.Event()).set()
+    run_manager.release()
+
+
+def test_in_a_run_a_failed_create_is_told_when_it_fails_and_not_retried_at_once(run_manager):
+    site = make_site()
+    run_manager.backend.failing.add(site.annex_name)
+    run_manager.backend.finish.setdefault(site.annex_name, threading.Event()).set()
+    run_manager.ensure(site)
+    deadline = time.time() + 10
+    while not run_manager.told and time.time() < deadline:
+        time.sleep(0.01)
+    [failure] = run_manager.told
+    assert failure.state is AnnexState.NEEDS_USER and "Permission denied" in failure.message
+    assert run_manager.ensure(site) == failure  # not tried again at every poll
+    run_manager.release()
+    assert run_manager.backend.withdrawn == []  # nothing was requested

@@ -15,6 +15,12 @@ site's next job gets a new annex (charged anew). A request that never came up is
 its jobs are moved to another site (`withdraw`), and at the end of a run (`release`) every annex
 this run requested is ended, so that none is left idling on an allocation.
 
+In a run, `htcondor annex create` (an ssh login and a batch submit at the site, 13-15 s on a loopback
+Slurm, longer across the country) runs on a thread of its own (`create_in_background`): the submit
+thread and the status thread, which decide under one lock, would otherwise wait for it, holding back
+every other job's submit and every finished job's report, and a sweep over six sites would request
+its six annexes one after another. A create in flight counts against the guards as a request.
+
 The status thread asks `ensure()` about every job waiting for an annex at each poll;
 `new_poll()` makes the next `ensure()` read the collector (one query for the slots of
 every annex) and the ledger once, and the rest of the poll uses what they said.
@@ -23,6 +29,7 @@ import enum
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -71,6 +78,7 @@ class AnnexManager:
         mode: str = "auto",
         ask: Callable[[str], Optional[bool]] = ask_on_terminal,
         clock: Callable[[], float] = time.time,
+        tell_outcome: Optional[Callable[["AnnexStatus"], None]] = None,
     ):
         if mode not in MODES:
             raise ValueError(
@@ -96,6 +104,11 @@ class AnnexManager:
         # The submit thread (a job just queued) and the status thread (jobs already waiting) both ask;
         # one decision at a time, or both would create the same annex (a second annex, charged twice).
         self._deciding = threading.Lock()
+        # With `tell_outcome` (a run) creates run on threads of their own, which tell what came of each;
+        # without (`htcannex annex create`), in ensure() itself, which returns it.
+        self._tell_outcome = tell_outcome
+        self._creator = ThreadPoolExecutor(thread_name_prefix="htcannex-annex-create") if tell_outcome else None
+        self._creating: dict[str, LedgerEntry] = {}  # annex name -> the request being made now
 
     def new_poll(self) -> None:
         """Forget what the collector and the ledger said: the next ensure() asks them again."""
@@ -149,8 +162,10 @@ class AnnexManager:
             return AnnexStatus(
                 AnnexState.NEEDS_USER, f"annex {name} is not up and annex mode is off. {create_by_hand}"
             )
+        if name in self._creating:
+            return AnnexStatus(AnnexState.REQUESTED, f"annex {name} is being requested, waiting for it")
         try:
-            check_guards(self.guards, requests, site, now)
+            check_guards(self.guards, [*requests, *self._creating.values()], site, now)
         except GuardRefusal as refusal:
             return AnnexStatus(
                 AnnexState.NEEDS_USER, f"not requesting annex {name}: {refusal}. {create_by_hand}"
@@ -171,20 +186,41 @@ class AnnexManager:
         failed = self._failed.get(name)
         if failed is not None and now < failed[0] + CREATE_RETRY_S:
             return failed[1]
+        self._creating[name] = LedgerEntry(name, site.name, site.annex_core_hours, now, site.lifetime_s)
+        if self._creator is None:
+            return self._record(site, self._try_create(site), create_by_hand)
+        self._creator.submit(self._create_in_background, site, create_by_hand)
+        return AnnexStatus(AnnexState.REQUESTED, f"requesting annex {name}")
+
+    def _try_create(self, site: Site) -> bool | Exception:
+        """The backend's create: True (requested), False (it was there already), or what it raised."""
         try:
-            requested = self.backend.create(site)
+            return self.backend.create(site)
         except Exception as error:  # ssh, batch system or pool refusals alike
-            status = AnnexStatus(AnnexState.NEEDS_USER, f"creating annex {name} failed: {error}. It is tried again "
-                                                     f"in {CREATE_RETRY_S:g} s. {create_by_hand}")
-            self._failed[name] = (now, status)
+            return error
+
+    def _create_in_background(self, site: Site, create_by_hand: str) -> None:
+        outcome = self._try_create(site)  # without the lock: the other threads go on meanwhile
+        with self._deciding:
+            status = self._record(site, outcome, create_by_hand)
+        self._tell_outcome(status)
+
+    def _record(self, site: Site, outcome: bool | Exception, create_by_hand: str) -> AnnexStatus:
+        """What came of the create of `site`'s annex (in _creating), recorded; called with the lock held."""
+        name = site.annex_name
+        entry = self._creating.pop(name)
+        if isinstance(outcome, Exception):
+            status = AnnexStatus(AnnexState.NEEDS_USER, f"creating annex {name} failed: {outcome}. It is tried "
+                                                     f"again in {CREATE_RETRY_S:g} s. {create_by_hand}")
+            self._failed[name] = (entry.requested_at, status)
             return status
         self._failed.pop(name, None)
-        if not requested:
+        if not outcome:
             return AnnexStatus(AnnexState.REQUESTED, f"annex {name} is already coming up (not requested by "
                                                      "this run, not charged to its budget), waiting for it")
-        entry = LedgerEntry(name, site.name, site.annex_core_hours, now, site.lifetime_s)
         self.ledger.add(entry)
-        requests.append(entry)
+        if self._requests is not None:
+            self._requests.append(entry)
         self._requested[name] = site
         return AnnexStatus(AnnexState.REQUESTED, f"requested annex {name}")
 
@@ -197,7 +233,10 @@ class AnnexManager:
 
     def release(self) -> list[str]:
         """End every annex this run requested (the run is over: none may idle on the allocation), and the
-        shared ssh connections it opened. Says what was done, one line per annex."""
+        shared ssh connections it opened. Says what was done, one line per annex. A create in flight is
+        waited for first, so that the annex it requests is ended too."""
+        if self._creator is not None:
+            self._creator.shutdown(wait=True)  # outside the lock: a create thread takes it to record
         with self._deciding:
             said = [f"annex {name}: {self._end(site)}" for name, site in list(self._requested.items())]
             close = getattr(self.backend, "close_logins", None)
