@@ -9,7 +9,6 @@ annex or idle too long).
 """
 import asyncio
 import dataclasses
-import logging.handlers
 import threading
 import time
 from typing import AsyncGenerator, Optional
@@ -54,8 +53,6 @@ WATCHED_NEWS_CHECK_S = 0.25
 # (with 300 queued no-op jobs +1.4 ms of Snakemake's CPU per job), where one round reports those that ended
 # meanwhile.
 WAKE_ON_WRITE_JOBS = 16
-# The logger plugin snakemake_logger_plugin_htcannex, by the name Snakemake knows it (`logger: [htcannex]`).
-PLAN_LOGGER = "htcannex"
 
 class Executor(RemoteExecutor):
     def __init__(self, workflow, logger):
@@ -86,7 +83,6 @@ class Executor(RemoteExecutor):
         self._status_check = StatusCheck(runtime, self._held_and_idle, self.report_job_success, self.report_job_error)
         self._log_writes = LogWrites(runtime.tracker.path)
         self._runtime = runtime  # the status thread starts checking jobs with this
-        _stop_feeding_plan_logger(self.workflow)
         # A run with nothing to do returns without shutting its executor down (Workflow.execute), and
         # the status thread would meet the interpreter's shutdown mid-poll ("cannot schedule new
         # futures after shutdown"). Registered after concurrent.futures' own exit hook, this runs
@@ -350,19 +346,3 @@ class Executor(RemoteExecutor):
             raise WorkflowError(str(error)) from error
         if plan:
             self.logger.info(plan)
-
-
-def _stop_feeding_plan_logger(workflow) -> None:
-    """Stop Snakemake handing this run's log records to the htcannex logger plugin when it is the only
-    logger plugin. The plugin prints a dry run's plan and nothing in a real run (the executor prints the
-    plan), yet Snakemake passes every record of the run to its plugins through a queue and a thread of
-    their own (a copy of each record, a wake-up of that thread): 0.5-1 ms of the driver's CPU per job
-    (docs/benchmarks.md) for a handler that drops every record. Snakemake's console and log-file handlers are not touched; the idle
-    thread is stopped with the run's logging as before."""
-    manager = getattr(workflow, "logger_manager", None)  # Snakemake's LoggerManager (none before logger plugins)
-    if manager is None or set(manager.settings.log_handler_settings) != {PLAN_LOGGER}:
-        return
-    # A new list, not removeHandler: another thread's logging call may be going through the old one
-    # (this runs on Snakemake's main thread, the only one that adds handlers).
-    manager.logger.handlers = [handler for handler in manager.logger.handlers
-                               if not isinstance(handler, logging.handlers.QueueHandler)]

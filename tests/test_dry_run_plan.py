@@ -57,6 +57,12 @@ def plan_tables(output: str) -> dict[str, dict[str, list[str]]]:
     return tables
 
 
+def budget_jobs(output: str) -> int:
+    """The jobs the plan's budget counts, over all its sites."""
+    lines = output.split("htcannex budget", 1)[1].splitlines()[2:]
+    return sum(int(line.split()[2]) for line in lines if line.split() and line.split()[0] in CATALOGUE.sites)
+
+
 def assert_nothing_submitted(spool: Path, workdir: Path) -> None:
     # The osdf storage plugin makes the pool's (empty) origin directory; a started pool
     # would have left its pid, socket and queue next to it.
@@ -84,6 +90,7 @@ def test_dry_run_prints_the_rotation_plan_and_submits_nothing(tmp_path, spool, p
     assert plan_tables(result.stdout) == {
         "train_chunk": {run: expected_sites("train_chunk", run, range(3)) for run in ("0", "1")}
     }
+    assert budget_jobs(result.stdout) == 2 * 3  # each job once: none lost on the way to the plugin, none twice
     # round-robin starts run r on site r and moves one site on per chunk
     assert plan_tables(result.stdout)["train_chunk"]["1"][:2] == plan_tables(result.stdout)["train_chunk"]["0"][1:]
     assert_nothing_submitted(spool, workdir)
