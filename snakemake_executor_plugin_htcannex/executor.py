@@ -123,6 +123,11 @@ class Executor(RemoteExecutor):
         # The job's own Snakemake runs its step only, whatever mtimes the sandbox has (one_step.py).
         return f"{super().get_job_args(job, **kwargs)} {one_step.in_job_args(job, self.workflow)}"
 
+    def run_jobs(self, jobs: list[JobExecutorInterface]):
+        # The jobs of one hand-over share submits where they can (submit/submitter.py).
+        with self._submitter.handing_over():
+            super().run_jobs(jobs)
+
     def run_job(self, job: JobExecutorInterface):
         spec, command = self._job_spec(job)
         if self._adopt(job, spec) or not self._submit(job, spec, command):

@@ -9,15 +9,20 @@ hands the description here; what the schedd answers comes back through the callb
 from this thread: the job id, or the error, which fails that job (as a refused
 `condor_submit` fails only that submit).
 
-What is queued when the thread takes a job goes with it, never waited for: the jobs that can
-share a cluster as one submit (submit/shared_cluster.py), one schedd transaction for all of them.
+The jobs Snakemake hands over at once (run_jobs, a sweep's tens of jobs) go out together once
+the last of them is described (`handing_over`), and with them whatever else is queued: those that
+can share a cluster as one submit (submit/shared_cluster.py), one schedd transaction for all of
+them. Nothing else is waited for: a chain's one job goes out as soon as it is described. Taking
+jobs as they came instead gave submits of 2 jobs on average: htcondor2's Schedd.submit holds the
+GIL for its whole round trip, so the main thread describes little while a submit is under way.
 A shared submit the schedd refuses queues nothing; its jobs are then submitted one by one, so
 that only a job the schedd refuses fails, with the schedd's own message.
 """
+import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import htcondor2
@@ -34,6 +39,7 @@ class Submitter:
     def __init__(self, schedd):
         self._schedd = schedd
         self._queue: queue.Queue = queue.Queue()
+        self._handover = threading.Lock()  # held while Snakemake hands jobs over
         self._thread = threading.Thread(target=self._submit_forever, name="htcannex-submit", daemon=True)
         self._thread.start()
 
@@ -42,6 +48,12 @@ class Submitter:
         if not self._thread.is_alive():
             raise RuntimeError("the submitter was stopped: nothing more can be submitted")
         self._queue.put((description, on_submitted, on_refused))
+
+    @contextlib.contextmanager
+    def handing_over(self) -> Iterator[None]:
+        """The jobs submitted inside go out together when it ends (none of them before)."""
+        with self._handover:
+            yield
 
     def stop(self) -> None:
         """Submit what is queued, then stop; returns when every queued job has its answer."""
@@ -53,8 +65,9 @@ class Submitter:
         stopped = False
         while not stopped:
             taken = [self._queue.get()]
-            while taken[-1] is not _STOP and not self._queue.empty():
-                taken.append(self._queue.get())
+            with self._handover:
+                while taken[-1] is not _STOP and not self._queue.empty():
+                    taken.append(self._queue.get())
             if stopped := taken[-1] is _STOP:
                 taken.pop()
             for group in shared_cluster.groups([description for description, _, _ in taken]):
