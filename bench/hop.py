@@ -28,7 +28,10 @@ Numbers:
 - schedd CPU: the condor_schedd process's own, and its reaped shadows' (DAGMan's taken out);
   on the embedded pool its daemon's;
 - schedd commands: the SchedLog's D_COMMAND lines ("Calling HandleReq ... for command") written
-  during the run, by command (the pool's SCHEDD_DEBUG must hold D_COMMAND: refused otherwise).
+  during the run, by command (the pool's SCHEDD_DEBUG must hold D_COMMAND: refused otherwise);
+- guidance waits: the starters' "Received the following guidance: 'RetryReqest'" lines written during the
+  run (StarterLog*, every starter of the pool's LOG directory): each is a job that waited 5 s to start
+  because the shadow had not yet read its input transfer's end (submit/transfer_items.py).
 
 On a real pool (--htcondor-config) the plain slots are those without AnnexName and the annexes
 the first two AnnexNames; without it, the embedded pool with one plain 1-CPU slot and two
@@ -63,6 +66,8 @@ MEMORY_MB, DISK_MB = 512, 1024
 ANNEX_MEMORY_MB = 1024  # the smaller annex of the realpool; the embedded annexes have as much
 DAG_DONE = re.compile(r"EXITING WITH STATUS (\d+)")
 COMMAND = re.compile(r"Calling HandleReq <[^>]*> \(\d+\) for command \d+ \(([A-Z_0-9]+)\)")
+# starter_guidance.cpp; COMMAND_RETRY_REQUEST is spelt so in HTCondor's guidance.h.
+GUIDANCE_WAIT = "Received the following guidance: 'RetryReqest'"
 EMBEDDED_ANNEXES = ("htcannex-expanse", "htcannex-delta")
 
 
@@ -85,6 +90,7 @@ class Result:
     schedd_cpu_s: float | None
     shadows_cpu_s: float | None
     commands: Counter | None
+    guidance_waits: int | None = None
 
 
 def add_arguments(parser) -> None:
@@ -213,6 +219,7 @@ class RealPool:
                                        "commands the schedd served", "add `SCHEDD_DEBUG = $(SCHEDD_DEBUG) D_COMMAND` to "
                                        "its condor_config and `condor_reconfig -daemon schedd`")
         self.schedd_log = Path(htcondor2.param["SCHEDD_LOG"])
+        self.log_dir = Path(htcondor2.param["LOG"])
         self.bin = Path(htcondor2.param["BIN"])
         self.htcondor2 = htcondor2
         version = subprocess.run([str(self.bin / "condor_version")], capture_output=True, text=True).stdout.split()
@@ -330,13 +337,27 @@ class RealPool:
         """Run `go` (-> wall, driver CPU) and what the schedd did meanwhile, once its shadows have exited."""
         schedd = next(process for process in self.pool.processes() if process.name() == "condor_schedd")
         offset = self.schedd_log.stat().st_size
+        starter_offsets = {path: path.stat().st_size for path in self.starter_logs()}
         before = schedd.cpu_times()
         wall, driver = go()
         self.pool.settle("condor_dagman")
         after = schedd.cpu_times()
         return Result(wall, [], driver, after.user + after.system - before.user - before.system,
                       after.children_user + after.children_system - before.children_user - before.children_system,
-                      self._commands_since(offset))
+                      self._commands_since(offset), self._guidance_waits_since(starter_offsets))
+
+    def starter_logs(self) -> list[Path]:
+        return sorted(self.log_dir.glob("StarterLog*"))
+
+    def _guidance_waits_since(self, offsets: dict) -> int:
+        """The starters' 5-s guidance waits written since `offsets` (a log rotated meanwhile: all of the new one)."""
+        waits = 0
+        for path in self.starter_logs():
+            with open(path, errors="replace") as log:
+                start = offsets.get(path, 0)
+                log.seek(start if log.seek(0, 2) >= start else 0)
+                waits += log.read().count(GUIDANCE_WAIT)
+        return waits
 
     def _commands_since(self, offset: int) -> Counter:
         with open(self.schedd_log, errors="replace") as log:
@@ -368,15 +389,16 @@ def _row(result: Result, args) -> str:
            if result.hops_s else "")
     driver = "n/a" if result.driver_cpu_s is None else f"{result.driver_cpu_s:.2f} s"
     schedd = "" if result.schedd_cpu_s is None else f"schedd CPU {result.schedd_cpu_s:.2f} s"
-    return f"wall {result.wall_s:6.1f} s  {hop}  driver CPU {driver}  {schedd}"
+    waits = "" if result.guidance_waits is None else f"  guidance waits {result.guidance_waits}"
+    return f"wall {result.wall_s:6.1f} s  {hop}  driver CPU {driver}  {schedd}{waits}"
 
 
 def _print_table(table, args) -> None:
     """One line per workload and variant (the median repeat by wall time) and, on a real pool, the schedd's
     commands of that run per job."""
-    print("\n   | workload | variant | wall | median hop [max] | driver CPU | schedd CPU (own, shadows) | "
-          "schedd commands per job |")
-    print("   |---|---|---|---|---|---|---|")
+    print("\n   | workload | variant | wall | median hop [max] | 5-s guidance waits | driver CPU | "
+          "schedd CPU (own, shadows) | schedd commands per job |")
+    print("   |---|---|---|---|---|---|---|---|")
     runs: dict = {}
     for workload, variant, result in table:
         runs.setdefault((workload, variant), []).append(result)
@@ -389,4 +411,5 @@ def _print_table(table, args) -> None:
                   + ("" if result.shadows_cpu_s is None else f", {result.shadows_cpu_s:.2f} s"))
         commands = ("" if result.commands is None else ", ".join(
             f"{name} {count / jobs:.2g}" for name, count in result.commands.most_common()))
-        print(f"   | {workload} | {variant} | {result.wall_s:.1f} s | {hop} | {driver} | {schedd} | {commands} |")
+        waits = "" if result.guidance_waits is None else str(result.guidance_waits)
+        print(f"   | {workload} | {variant} | {result.wall_s:.1f} s | {hop} | {waits} | {driver} | {schedd} | {commands} |")
