@@ -86,6 +86,9 @@ class HeldAndIdle:
         self._warned_no_event_log = False
         self._warned_unmatchable: set[tuple] = set()  # (rule, report) said at a first look
         self._started: set[tuple] = set()  # (site, request) of the jobs seen running: a slot can run them
+        # (site, request) that a slot of its annex can run, as of this poll: the jobs of a sweep queued together
+        # come due for their first look together, before one has started, and each look analyses every slot.
+        self._runnable_this_poll: set[tuple] = set()
         self._active: list[SubmittedJobInfo] = []  # the jobs of this status poll
         # Their ads, asked of the schedd once per poll where needed: the idle ones (looked at) and, with no
         # event log, every one's state. Jobs queued together come due together: one query, not one per job.
@@ -99,6 +102,7 @@ class HeldAndIdle:
         if self._collector is not None:
             self._collector.new_poll()
         self._active, self._idle_ads, self._queued_ads, self._rescheduled = active_jobs, None, None, False
+        self._runnable_this_poll.clear()
 
     def started(self, job_info: SubmittedJobInfo) -> None:
         """The event log says the job has started (it may have ended since)."""
@@ -175,7 +179,12 @@ class HeldAndIdle:
         its annex (up) can run it, failed when no slot at all can; else it waits for a free slot."""
         job = tracked(job_info)
         if _on_annex(job):
+            asks = _what_it_asks(job)
+            if asks is not None and asks in self._runnable_this_poll:
+                return True
             stuck = recovery.annex_cannot_run(self._collector, ad, job.site.annex_name)
+            if not stuck and asks is not None:
+                self._runnable_this_poll.add(asks)
             return self._move_or_fail(job_info, stuck, ad, waited_s=idle_s) if stuck else True
         return self._unless_unmatchable(job_info, ad, idle_s)
 

@@ -172,3 +172,32 @@ def test_a_job_idle_again_after_running_is_looked_at_an_idle_timeout_later_not_a
     waiting.new_poll([job])
     assert waiting.idle(job)  # idle again: seen idle from now
     assert schedd.constraints == []
+
+
+class AnnexSlots(BusySlots):
+    """A collector whose annex `htcannex-a` has one busy slot that could run these jobs."""
+
+    def query(self, ad_type, constraint, projection):
+        self.queries += 1
+        return [classad2.ClassAd({"Name": "slot1@a", "AnnexName": "htcannex-a", "Cpus": 1, "Memory": 2048,
+                                  "State": "Claimed", "LastHeardFrom": int(time.time())})]
+
+
+def test_a_sweep_queued_together_on_an_annex_gets_its_slots_judged_once_at_its_first_look(monkeypatch):
+    """The jobs of a sweep queued together on an annex come due for their first look in the same poll, before
+    one has started (the annex's first job waits for a negotiation cycle): whether a slot of the annex can run
+    them is judged once for the request they share, not once per job (each judgement analyses every slot)."""
+    from snakemake_executor_plugin_htcannex.track import recovery
+    judged = []
+    judge = recovery.annex_cannot_run
+    monkeypatch.setattr(recovery, "annex_cannot_run", lambda *args: judged.append(args) or judge(*args))
+    schedd = Queue()
+    waiting, failed = held_and_idle(schedd, AnnexSlots(), idle_timeout_s=1800, negotiation_interval_s=0)
+    site = waiting._runtime.config.sites["a"]
+    jobs = queued_jobs(20)
+    for job in jobs:
+        job.aux["htcannex"].site = site
+    for poll in range(3):  # the first poll sees them idle; the second gives each its first look; the third none
+        waiting.new_poll(jobs)
+        assert all(waiting.idle(job) for job in jobs)
+    assert len(judged) == 1 and failed == []
