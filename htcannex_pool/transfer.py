@@ -188,19 +188,16 @@ def stage_out(job: classad2.ClassAd, sandbox: Path, origin: Path, before: dict, 
     the transfer. With `when_to_transfer_output = ON_SUCCESS` a failed job sends back only stdout/stderr.
     As HTCondor's FileTransfer::DoUpload, a file that cannot be read or stored fails the transfer
     only after the rest went back, stdout and stderr among them (the first failure is the one
-    reported), and a missing file arrives as an empty one. `origin` is resolved (the daemon resolves
-    it once). The sandbox is spent afterwards: its files may have been moved out (_deliver)."""
+    reported). A missing file does not arrive: put_file sends an empty one in its place, which
+    ReliSock::get_file removes on the receiving side as a failed transfer (a real 25.13.2 leaves
+    none). `origin` is resolved (the daemon resolves it once). The sandbox is spent afterwards: its files may have been moved out (_deliver)."""
     send_files = succeeded or job.get("WhenToTransferOutput") != "ON_SUCCESS"
     sent, failures = 0, []
     # An output listed twice arrives once: its second transfer would write the same bytes again.
     for name in dict.fromkeys(output_names(job, sandbox, before)) if send_files else []:
         source = sandbox / name
         if not source.exists():
-            destination = _item_destination(job, source, name, origin)
             failures.append(_failure(job, "output", str(source), "(errno 2) No such file or directory"))
-            if not destination.is_relative_to(origin):  # put_file sends an empty file in its place
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                destination.write_bytes(b"")
             continue
         for item in _sent_items(job, sandbox, name):
             sent += _send_item(job, sandbox / item, item, origin, failures)
