@@ -17,6 +17,7 @@ import getpass
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,9 +26,11 @@ from pathlib import Path
 
 import htcondor2
 import pytest
+import yaml
 
 from htcannex_pool import Pool
 
+BIN = Path(sys.executable).parent  # this venv's snakemake, and the Python its jobs run on the embedded pool
 ANNEXES = {"htcannex-expanse": 2048, "htcannex-delta": 1024}  # AnnexName -> slot memory (MB)
 CONFIG_VARIABLE = "HTCANNEX_TEST_CONDOR_CONFIG"
 REALSITE_VARIABLE = "HTCANNEX_TEST_REALSITE"
@@ -52,6 +55,19 @@ class Backend:
         directory = Path(tempfile.mkdtemp(prefix="conformance-", dir=self.submit_base))
         directory.chmod(0o777)
         return directory
+
+    def snakemake(self, work: Path, *arguments: str, timeout_s: float) -> subprocess.CompletedProcess:
+        """`snakemake --executor htcannex ARGUMENTS` in `work` on this backend, with a profile of one pool
+        site written there as htcannex.yaml (the embedded pool's own, or the real pool's schedd)."""
+        embedded = self.name == "embedded"
+        (work / "htcannex.yaml").write_text(yaml.safe_dump({"pool": "local" if embedded else "default",
+                                                            "annex": {"mode": "off"},
+                                                            "sites": {"pool": {"kind": "pool", "cpus": 1, "memory": "1GB"}}}))
+        pool = ["--htcannex-pool-dir", str(self.submit_base)] if embedded else []
+        # umask 0: on a real pool HTCondor writes the event log and the outputs as the job's owner, not this user.
+        return subprocess.run([str(BIN / "snakemake"), "--executor", "htcannex", "--htcannex-config", "htcannex.yaml",
+                               *pool, *arguments], cwd=work, capture_output=True, text=True, umask=0,
+                              env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}, timeout=timeout_s)
 
 
 def embedded(spool: Path, config: dict | None = None) -> Backend:

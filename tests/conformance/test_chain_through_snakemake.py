@@ -3,15 +3,10 @@ backend (conftest.py): each link finds its input at its path. On a real pool a l
 one file sends it as one transfer item, to the top of the sandbox, and its shell moves it into place
 (submit/transfer_items.py); on the embedded pool it keeps its path."""
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-import yaml
 
 pytestmark = pytest.mark.slow
-BIN = Path(sys.executable).parent
 LINKS = 3
 SNAKEFILE = f"""\
 rule all:
@@ -28,15 +23,7 @@ def test_each_link_of_a_chain_finds_the_file_before_it_at_its_path(backend):
     work = backend.submit_dir()
     (work / "Snakefile").write_text(SNAKEFILE)
     embedded = backend.name == "embedded"
-    (work / "htcannex.yaml").write_text(yaml.safe_dump({"pool": "local" if embedded else "default",
-                                                        "annex": {"mode": "off"},
-                                                        "sites": {"pool": {"kind": "pool", "cpus": 1, "memory": "1GB"}}}))
-    pool = ["--htcannex-pool-dir", str(backend.submit_base)] if embedded else []
-    # umask 0: on a real pool HTCondor writes the event log and the outputs as the job's owner, not as this user.
-    done = subprocess.run([str(BIN / "snakemake"), "--executor", "htcannex", "--jobs", "1", "--retries", "0",
-                           "--htcannex-config", "htcannex.yaml", *pool], cwd=work, capture_output=True, text=True,
-                          umask=0, env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"},
-                          timeout=120 + 2 * LINKS * backend.patience_s)
+    done = backend.snakemake(work, "--jobs", "1", "--retries", "0", timeout_s=120 + 2 * LINKS * backend.patience_s)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (work / "steps" / "0" / f"{LINKS - 1}.txt").read_text() == "".join(f"{i}\n" for i in range(LINKS))
     assert not [name for name in os.listdir(work) if name.endswith(".txt")]  # nothing came back flat

@@ -1,16 +1,10 @@
 """A sweep through the snakemake CLI on every backend (conftest.py): the jobs Snakemake hands over at once are
 queued as procs of shared clusters (submit/shared_cluster.py), fewer submits than jobs, and each job still
 runs its own command, quotes, spaces and `$` intact; a job the schedd refuses fails alone."""
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-import yaml
 
 pytestmark = pytest.mark.slow
-BIN = Path(sys.executable).parent
 # Each job's own value travels in its arguments (Snakemake's --target-jobs), as an item of a shared submit;
 # the note, the same for all, in the shared part.
 NAMES = ["0 $HOME", "1 it's", "2 $(x) $$(y)", "3 a  b", "4 $", "5 cost $5"]
@@ -32,17 +26,8 @@ rule sweep:
 def _run(backend, submit: str):
     work = backend.submit_dir()
     (work / "Snakefile").write_text(SNAKEFILE.format(names=NAMES, note=NOTE, submit=submit))
-    embedded = backend.name == "embedded"
-    (work / "htcannex.yaml").write_text(yaml.safe_dump({"pool": "local" if embedded else "default",
-                                                        "annex": {"mode": "off"},
-                                                        "sites": {"pool": {"kind": "pool", "cpus": 1, "memory": "1GB"}}}))
-    pool = ["--htcannex-pool-dir", str(backend.submit_base)] if embedded else []
-    # umask 0: on a real pool HTCondor writes the event log and the outputs as the job's owner, not as this user.
-    done = subprocess.run([str(BIN / "snakemake"), "--executor", "htcannex", "--jobs", str(len(NAMES)), "--retries",
-                           "0", "--keep-going", "--htcannex-config", "htcannex.yaml", *pool], cwd=work,
-                          capture_output=True, text=True, umask=0,
-                          env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"},
-                          timeout=180 + 2 * len(NAMES) * backend.patience_s)
+    done = backend.snakemake(work, "--jobs", str(len(NAMES)), "--retries", "0", "--keep-going",
+                             timeout_s=180 + 2 * len(NAMES) * backend.patience_s)
     return work, done
 
 
