@@ -67,7 +67,8 @@ class Runtime:
             guards = dataclasses.replace(guards, max_annexes=settings.max_annexes)
         annexes = AnnexManager(
             connection.collector, backend_for(connection, config_path), AnnexLedger(paths.annex_ledger(Path.cwd())),
-            guards, mode=settings.annex_mode or config.annex.mode, tell_outcome=functools.partial(_tell_annex_outcome, logger),
+            guards, mode=settings.annex_mode or config.annex.mode,
+            tell_outcome=functools.partial(_tell_annex_outcome, logger),
         )
         try:
             idle_timeout_s = (

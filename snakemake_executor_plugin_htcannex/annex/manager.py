@@ -16,7 +16,7 @@ its jobs are moved to another site (`withdraw`), and at the end of a run (`relea
 this run requested is ended, so that none is left idling on an allocation.
 
 In a run, `htcondor annex create` (an ssh login and a batch submit at the site, 13-15 s on a loopback
-Slurm, longer across the country) runs on a thread of its own (`create_in_background`): the submit
+Slurm, longer across the country) runs on a thread of its own (`tell_outcome`): the submit
 thread and the status thread, which decide under one lock, would otherwise wait for it, holding back
 every other job's submit and every finished job's report, and a sweep over six sites would request
 its six annexes one after another. A create in flight counts against the guards as a request.

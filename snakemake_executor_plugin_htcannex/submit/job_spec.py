@@ -144,11 +144,12 @@ def _creating_logs(command: str, logs: list) -> str:
 
 
 def sandbox_steps(files: dict, command: JobCommand, options: SubmitOptions) -> tuple[str, str, str | None]:
-    """For a job of `files` (inputs, outputs: workdir-relative) running `command`: (shell run at the top of the sandbox before the command, after it succeeded, the input sent flat) that
-    moves the files whose names a transfer list cannot hold from and to their stand-ins (transfer_names.py),
-    makes the output directories of a job without Snakemake where their tree does not travel
-    (output_directories.py), and moves a lone input sent at the top of the sandbox to its path
-    (transfer_items.py). Nearly every job has none: only names that may need one are looked at."""
+    """For a job of `files` (inputs, outputs: workdir-relative) running `command`: (shell run at the top of
+    the sandbox before the command, shell run after it succeeded, the input sent flat) that moves the files
+    whose names a transfer list cannot hold from and to their stand-ins (transfer_names.py), makes the output
+    directories of a job without Snakemake where their tree does not travel (output_directories.py), and
+    moves a lone input sent at the top of the sandbox to its path (transfer_items.py). Nearly every job has
+    none: only names that may need one are looked at."""
     every_name = needs_stand_in(options.sandbox_workdir or "")  # it is in every sandbox path
 
     def in_sandbox(names) -> list[str]:
@@ -169,7 +170,7 @@ def sandbox_steps(files: dict, command: JobCommand, options: SubmitOptions) -> t
         entries = list(dict.fromkeys(in_sandbox([*files["inputs"], *sources])))
         flat = transfer_items.sent_flat(entries, in_sandbox(files["outputs"]), options.initial_dir)
     if flat is not None:
-        directories = sorted({*directories, transfer_items.directory_of(flat)})
+        directories = sorted({*directories, *output_directories.of([flat])})
     before = " && ".join(filter(None, (before, output_directories.in_job(directories),
                                        flat and transfer_items.into_place(flat))))
     return before, after, flat

@@ -18,8 +18,8 @@ So, on a real pool:
 - a job whose whole input transfer is one file in a directory sends it as one item: listed by its
   absolute path, HTCondor puts it at the top of the sandbox under its base name
   (`preserve_relative_paths` keeps relative paths only), and the job's shell moves it to its path
-  before the command, in the same `mkdir -p` that makes the output directories. With two or more
-  files the race stays whatever their directories, so they keep their paths.
+  before the command, its directory made in the same `mkdir -p` as the output directories. With
+  two or more files the race stays whatever their directories, so they keep their paths.
 """
 import os
 from collections.abc import Sequence
@@ -47,8 +47,9 @@ def sent_flat(entries: Sequence[str], outputs: Sequence[str], initial_dir) -> st
     [path] = files
     pure = PurePosixPath(path)
     made_here = {PurePosixPath(name).parts[0] for name in [*outputs, str(pure.parent)] if PurePosixPath(name).parts}
-    if (pure.is_absolute() or str(pure.parent) == "." or needs_stand_in(listed(path, initial_dir)) or pure.name in made_here
-            or pure.name.startswith(HTCONDOR_SANDBOX_PREFIXES) or os.path.isdir(os.path.join(initial_dir, path))):
+    if (pure.is_absolute() or str(pure.parent) == "." or needs_stand_in(listed(path, initial_dir))
+            or pure.name in made_here or pure.name.startswith(HTCONDOR_SANDBOX_PREFIXES)
+            or os.path.isdir(os.path.join(initial_dir, path))):
         return None
     return path
 
@@ -57,11 +58,6 @@ def listed(path: str, initial_dir) -> str:
     """`path` (relative to the initial directory), as transfer_input_files lists it to arrive at the top of the
     sandbox under its base name."""
     return os.path.join(initial_dir, path)
-
-
-def directory_of(path: str) -> str:
-    """The directory the job's shell makes for a flat input before moving it to `path`."""
-    return str(PurePosixPath(path).parent)
 
 
 def into_place(path: str) -> str:
