@@ -25,6 +25,22 @@ def run_chunk(realsite, workdir, *args, timeout=600):
                         "--htcannex-idle-timeout", IDLE_TIMEOUT, *args, cwd=workdir, timeout=timeout, check=False)
 
 
+def start_chunk_held(realsite, workdir, *args) -> subprocess.Popen:
+    """Snakemake running the chunk, which runs until `let_it_finish`."""
+    return subprocess.Popen([str(realsite.state / "as-user"), "snakemake", "--profile", str(workdir / "profile"),
+                             "run0-chunk0.txt", "--htcannex-idle-timeout", IDLE_TIMEOUT,
+                             "--config", f"wait_for={workdir / 'never'}", *args],
+                            cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def let_it_finish(run: subprocess.Popen, workdir) -> str:
+    """Let the chunk of start_chunk_held finish, wherever it runs now: Snakemake's stderr, once it succeeded."""
+    (workdir / "never").touch()
+    _, stderr = run.communicate(timeout=600)
+    assert run.returncode == 0, stderr[-4000:]
+    return stderr
+
+
 def ran_on(realsite, workdir) -> str:
     """The annex whose pilot ran the chunk (its slot's name carries the pilot's Slurm job)."""
     slot = realsite.run("condor_history", "-constraint", f'Iwd == "{workdir}" && HtcannexRule == "chunk"',
@@ -81,11 +97,7 @@ def test_a_slurm_walltime_that_ends_mid_chunk_kills_it_and_its_retry_gets_the_ne
     # all three seen. The pilot's own
     # end, before the walltime, evicts (test_the_end_of_an_annex_s_lifetime_...).
     workdir = with_profile(realsite, FAULTS)
-    never = workdir / "never"  # the chunk runs until this file exists
-    run = subprocess.Popen([str(realsite.state / "as-user"), "snakemake", "--profile", str(workdir / "profile"),
-                            "run0-chunk0.txt", "--htcannex-idle-timeout", IDLE_TIMEOUT,
-                            "--config", f"wait_for={never}"], cwd=workdir,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = start_chunk_held(realsite, workdir)
     try:
         deadline = time.time() + 300
         while not realsite.run("condor_q", "-constraint", 'HtcannexRule == "chunk" && JobStatus == 2',
@@ -102,11 +114,9 @@ def test_a_slurm_walltime_that_ends_mid_chunk_kills_it_and_its_retry_gets_the_ne
         while any(line.startswith(f"{expanse_job} ") for line in realsite.slurm_jobs()):
             assert time.time() < deadline, "Slurm did not end the batch job at its walltime"
             time.sleep(2)
-        never.touch()  # the chunk may finish now, wherever it runs next
-        _, stderr = run.communicate(timeout=600)
+        stderr = let_it_finish(run, workdir)
     finally:
         run.kill()
-    assert run.returncode == 0, stderr[-4000:]
     killed = "on annex htcannex-expanse (slot slot1_1@slurm" in stderr and (
         "killed by signal 15" in stderr or "exited with return value 143" in stderr)  # SIGTERM, or its shell's 143
     evicted = "its annex htcannex-expanse is gone" in stderr and "Moved it to site delta" in stderr
@@ -119,22 +129,16 @@ def test_a_slurm_walltime_that_ends_mid_chunk_kills_it_and_its_retry_gets_the_ne
 def test_the_end_of_an_annex_s_lifetime_mid_chunk_evicts_it_and_it_moves_to_the_next_sites_annex(realsite):
     # An annex of 7 minutes: its pilot shuts down 5 minutes (spark.sh's CLEAN_UP_TIME) before the walltime.
     workdir = with_profile(realsite, FAULTS, sites={"expanse": {"lifetime": "7m"}})
-    never = workdir / "never"  # the chunk runs until this file exists
-    run = subprocess.Popen([str(realsite.state / "as-user"), "snakemake", "--profile", str(workdir / "profile"),
-                            "run0-chunk0.txt", "--htcannex-idle-timeout", IDLE_TIMEOUT, "--config", f"wait_for={never}",
-                            "--set-resources", "chunk:runtime=5"],  # minutes: the site admits it in 7
-                           cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = start_chunk_held(realsite, workdir, "--set-resources", "chunk:runtime=5")  # minutes: the site admits it in 7
     try:
         evicted = f'HtcannexRule == "chunk" && Iwd == "{workdir}" && NumJobStarts >= 1 && JobStatus == 1'
         deadline = time.time() + 400
         while not realsite.run("condor_q", "-constraint", evicted, "-af", "ClusterId").stdout.strip():
             assert time.time() < deadline and run.poll() is None, "the chunk was never evicted"
             time.sleep(5)
-        never.touch()  # the chunk may finish now, wherever it runs next
-        _, stderr = run.communicate(timeout=600)
+        stderr = let_it_finish(run, workdir)
     finally:
         run.kill()
-    assert run.returncode == 0, stderr[-4000:]
     assert "its annex htcannex-expanse is gone" in stderr and "Moved it to site delta" in stderr, stderr[-4000:]
     assert ran_on(realsite, workdir) == "htcannex-delta"
     realsite.wait_until_nothing_is_left()
